@@ -1,0 +1,23 @@
+/** The registry of algorithms, by public name and by Lua dispatch code. */
+import { fixedWindow } from './fixed-window.js';
+import { gcra } from './gcra.js';
+import { slidingLog } from './sliding-log.js';
+import { slidingWindow } from './sliding-window.js';
+import { tokenBucket } from './token-bucket.js';
+import type { Algorithm, AlgorithmName } from './types.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: each algorithm has its own state type; callers treat it as opaque.
+export type AnyAlgorithm = Algorithm<any>;
+
+export const ALGORITHMS: Readonly<Record<AlgorithmName, AnyAlgorithm>> = {
+  'fixed-window': fixedWindow,
+  'sliding-log': slidingLog,
+  'sliding-window': slidingWindow,
+  'token-bucket': tokenBucket,
+  gcra,
+};
+
+export const ALGORITHM_NAMES = Object.keys(ALGORITHMS) as AlgorithmName[];
+
+export type { Algorithm, AlgorithmName, AlgorithmParams, Evaluation } from './types.js';
+export { NEVER } from './types.js';

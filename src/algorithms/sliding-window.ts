@@ -1,0 +1,115 @@
+/**
+ * Sliding window counter (the two-counter approximation popularised by Cloudflare): the
+ * previous aligned window's count, weighted by how much of it still overlaps the sliding
+ * window, plus the current window's count.
+ *
+ * All arithmetic is on integers scaled by `windowMs` (`count × W`), so the TypeScript and Lua
+ * twins compute bit-identical results and no fraction is ever rounded differently.
+ *
+ * State: the current window's start, its count and the previous window's count.
+ * Redis: one string "start:current:previous".
+ */
+import { type Algorithm, NEVER } from './types.js';
+
+export interface SlidingWindowState {
+  readonly start: number;
+  readonly current: number;
+  readonly previous: number;
+}
+
+export const slidingWindow: Algorithm<SlidingWindowState> = {
+  name: 'sliding-window',
+  tag: 'sw',
+  code: 2,
+  hasBurst: false,
+  keySuffixes: [''],
+  maxLimit: Number.MAX_SAFE_INTEGER,
+  evaluate(state, now, cost, { limit: L, windowMs: W }) {
+    const start = now - (now % W);
+    let current = 0;
+    let previous = 0;
+    if (state !== undefined) {
+      if (state.start === start) {
+        current = state.current;
+        previous = state.previous;
+      } else if (state.start === start - W) {
+        previous = state.current;
+      }
+    }
+    const elapsed = now - start;
+    // Units in use, scaled by W: current × W + previous × (W − elapsed).
+    const used = current * W + previous * (W - elapsed);
+    const allowed = used + cost * W <= L * W;
+    let resetMs = 0;
+    if (current > 0) resetMs = start + 2 * W - now;
+    else if (previous > 0) resetMs = start + W - now;
+    let retryAfterMs = 0;
+    if (!allowed) {
+      if (cost > L) {
+        retryAfterMs = NEVER;
+      } else {
+        // Earliest offset in this window where the previous window's weight has shrunk enough.
+        const freeNow =
+          current + cost <= L && previous > 0 ? Math.floor(((L - current - cost) * W) / previous) : 0;
+        if (freeNow > 0) {
+          retryAfterMs = W - freeNow - elapsed;
+        } else {
+          // Not in this window: in the next one, this window's count becomes the weighted one.
+          const offset = current > 0 ? Math.max(0, W - Math.floor(((L - cost) * W) / current)) : 0;
+          retryAfterMs = W - elapsed + offset;
+        }
+      }
+    }
+    const resetAfterMs = start + 2 * W - now;
+    return {
+      allowed,
+      remaining: Math.max(0, Math.floor((L * W - used) / W)),
+      resetMs,
+      retryAfterMs,
+      resetAfterMs,
+      commit: () => ({ start, current: current + cost, previous }),
+      ttlMs: resetAfterMs,
+    };
+  },
+  lua: `
+EVALUATORS[2] = function(k, L, W, B, cost)
+  local key = KEYS[k]
+  local start = now - now % W
+  local current, previous = 0, 0
+  local stored = redis.call('GET', key)
+  if stored then
+    local s, c, p = string.match(stored, '^(%d+):(%d+):(%d+)$')
+    s = tonumber(s)
+    if s == start then
+      current, previous = tonumber(c), tonumber(p)
+    elseif s == start - W then
+      previous = tonumber(c)
+    end
+  end
+  local elapsed = now - start
+  local used = current * W + previous * (W - elapsed)
+  local allowed = used + cost * W <= L * W
+  local reset = 0
+  if current > 0 then reset = start + 2 * W - now elseif previous > 0 then reset = start + W - now end
+  local retry = 0
+  if not allowed then
+    if cost > L then
+      retry = NEVER
+    else
+      local freeNow = 0
+      if current + cost <= L and previous > 0 then freeNow = math.floor(((L - current - cost) * W) / previous) end
+      if freeNow > 0 then
+        retry = W - freeNow - elapsed
+      else
+        local offset = 0
+        if current > 0 then offset = math.max(0, W - math.floor(((L - cost) * W) / current)) end
+        retry = W - elapsed + offset
+      end
+    end
+  end
+  local resetAfter = start + 2 * W - now
+  return allowed, math.max(0, math.floor((L * W - used) / W)), reset, retry, resetAfter, function()
+    redis.call('SET', key, fmt(start) .. ':' .. fmt(current + cost) .. ':' .. fmt(previous), 'PX', resetAfter)
+  end
+end`,
+};

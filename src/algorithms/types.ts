@@ -1,0 +1,64 @@
+/**
+ * The contract every algorithm fulfils twice: as a pure TypeScript step function (the
+ * specification, used directly by the memory store) and as a Lua twin (run inside Redis).
+ * Both produce the same five numbers for the same state, time and cost, and the shared
+ * specification tests hold them to it.
+ */
+
+export type AlgorithmName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra';
+
+/** The numbers an algorithm needs, already validated (see rules.ts). */
+export interface AlgorithmParams {
+  /** Units admitted per window. */
+  readonly limit: number;
+  /** Window length in whole milliseconds. */
+  readonly windowMs: number;
+  /** Most units that can be available at once: `burst` for token-bucket and gcra, else `limit`. */
+  readonly capacity: number;
+}
+
+/**
+ * What one rule says about one request, before the all-or-nothing decision across rules.
+ * `remaining` and `resetMs` describe the state *without* this request; `resetAfterMs` is the
+ * reset time if this request is consumed. `retryAfterMs` is 0 when allowed and -1 when the cost
+ * can never pass (it exceeds the capacity).
+ */
+export interface Evaluation<S> {
+  allowed: boolean;
+  remaining: number;
+  resetMs: number;
+  retryAfterMs: number;
+  resetAfterMs: number;
+  /**
+   * The state after consuming the request. Called only when every rule allows it and the
+   * request is consumed; it may reuse (and change) the state it was evaluated on.
+   */
+  commit(): S;
+  /** How long the committed state matters; past it, it is equivalent to no state at all. */
+  ttlMs: number;
+}
+
+/** Marks "can never be allowed" in the raw results, which must stay plain integers for Lua. */
+export const NEVER = -1;
+
+export interface Algorithm<S> {
+  readonly name: AlgorithmName;
+  /** Short tag used in Redis key names, so two algorithms never read each other's state. */
+  readonly tag: string;
+  /** Dispatch number used by the Lua script. */
+  readonly code: number;
+  /** Whether the rule accepts a `burst` option. */
+  readonly hasBurst: boolean;
+  /** Suffixes of the Redis keys this algorithm uses, appended to the rule's base key. */
+  readonly keySuffixes: readonly string[];
+  /** Largest `limit` this algorithm accepts (sliding-log stores one entry per request). */
+  readonly maxLimit: number;
+  /** The specification: a pure function of the stored state, the time and the cost. */
+  evaluate(state: S | undefined, now: number, cost: number, params: AlgorithmParams): Evaluation<S>;
+  /**
+   * The Lua twin: a chunk that defines `EVALUATORS[code] = function(k, L, W, B, cost)` returning
+   * allowed (0/1), remaining, resetMs, retryAfterMs, resetAfterMs and a commit function. `k` is the
+   * index of the rule's first key in KEYS; `now` and the helpers of the preamble are in scope.
+   */
+  readonly lua: string;
+}

@@ -1,0 +1,73 @@
+/**
+ * Decisions: turning the raw per-rule numbers that a store returns (the same five integers per
+ * rule from the memory store and from the Lua script) into the plain `Decision` users see.
+ * This is the only place where the all-or-nothing view across rules is composed.
+ */
+import { NEVER } from './algorithms/index.js';
+import type { ResolvedRule } from './rules.js';
+
+/** What one rule says about one request. */
+export interface RuleDecision {
+  /** The rule's name. */
+  rule: string;
+  /** Whether this rule alone would admit the request. */
+  allowed: boolean;
+  /** The most units that can be available at once: `limit`, or `burst` for token-bucket and gcra. */
+  limit: number;
+  /** The rule's window in milliseconds. */
+  windowMs: number;
+  /** Units still available after this decision (an integer >= 0). */
+  remaining: number;
+  /** Milliseconds until the quota is fully restored if nothing else arrives. */
+  resetMs: number;
+  /**
+   * 0 when allowed; otherwise milliseconds until the same request (same cost) would be allowed,
+   * or `Infinity` when its cost exceeds the rule's capacity and it can never be allowed.
+   */
+  retryAfterMs: number;
+}
+
+/**
+ * The answer to one check: plain data, never an exception. The top-level numbers are those of
+ * the binding rule (`rule`): the one that denied (the longest wait if several did), else the
+ * one with the least remaining.
+ */
+export interface Decision extends RuleDecision {
+  /** Every rule's view, in the order the rules were given. */
+  rules: RuleDecision[];
+}
+
+/** The numbers a store returns per rule, in this order. */
+export const RAW_FIELDS = 5;
+
+/** Composes a decision; `raw` holds RAW_FIELDS numbers per rule (allowed, remaining, reset, retry, resetAfter). */
+export function decide(rules: readonly ResolvedRule[], raw: ArrayLike<number>, cost: number): Decision {
+  let allowed = true;
+  for (let i = 0; i < rules.length; i++) if (raw[i * RAW_FIELDS] !== 1) allowed = false;
+  const views: RuleDecision[] = new Array(rules.length);
+  let binding = 0;
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i] as ResolvedRule;
+    const at = i * RAW_FIELDS;
+    const ruleAllowed = raw[at] === 1;
+    const retry = raw[at + 3] as number;
+    views[i] = {
+      rule: rule.name,
+      allowed: ruleAllowed,
+      limit: rule.capacity,
+      windowMs: rule.windowMs,
+      // When every rule allows, the request was consumed: show the state after it.
+      remaining: allowed ? Math.max(0, (raw[at + 1] as number) - cost) : (raw[at + 1] as number),
+      resetMs: allowed ? (raw[at + 4] as number) : (raw[at + 2] as number),
+      retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
+    };
+    const current = views[binding] as RuleDecision;
+    const candidate = views[i] as RuleDecision;
+    if (allowed ? candidate.remaining < current.remaining : candidate.retryAfterMs > current.retryAfterMs)
+      binding = i;
+  }
+  if (!allowed && (views[binding] as RuleDecision).allowed) {
+    binding = views.findIndex((view) => !view.allowed);
+  }
+  return { ...(views[binding] as RuleDecision), allowed, rules: views };
+}

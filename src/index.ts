@@ -1,0 +1,18 @@
+/**
+ * Floodgate: distributed API rate limiting for Node.js. The public API, and nothing else.
+ * HTTP adapters live in their own entry points (`floodgate/express`, `floodgate/fastify`,
+ * `floodgate/node`, `floodgate/fetch`) so importing this one never loads a framework.
+ */
+export type { AlgorithmName } from './algorithms/index.js';
+export type { Decision, RuleDecision } from './decision.js';
+export type { Duration } from './duration.js';
+export { parseDuration } from './duration.js';
+export type { CheckOptions, Limiter, LimiterOptions, RuleInfo } from './limiter.js';
+export { createLimiter } from './limiter.js';
+export type { RuleOptions } from './rules.js';
+export type { MemoryStoreOptions } from './stores/memory.js';
+export { memoryStore } from './stores/memory.js';
+export type { RedisStoreOptions } from './stores/redis.js';
+export { redisStore } from './stores/redis.js';
+export type { RedisClientLike, ScriptRunner } from './stores/redis-client.js';
+export type { Store } from './stores/types.js';

@@ -1,0 +1,42 @@
+/**
+ * Redis key layout: `<prefix>:{<key>}:<rule>:<algorithm><suffix>`.
+ *
+ * The user's key is the Redis Cluster hash tag, so every rule of one key lands on one slot and
+ * one script call. Characters outside a small safe set (including `{`, `}`, `%`, `#`, spaces,
+ * control and non-ASCII characters) are percent-encoded, so a client cannot move its key to a
+ * slot of its choosing by brace injection, nor write raw bytes into key names. Keys whose
+ * encoding would exceed MAX_ENCODED_KEY characters become `#` + a SHA-256 digest, which bounds
+ * Redis memory per key; `#` never appears in an encoded key, so the two forms cannot collide.
+ */
+import { createHash } from 'node:crypto';
+
+export const MAX_ENCODED_KEY = 128;
+const SAFE_KEY = /^[A-Za-z0-9_.:@/+=~-]+$/;
+const SAFE_CHAR = /[A-Za-z0-9_.:@/+=~-]/;
+
+/** Encodes a user's key for use inside a Redis key name (and as its hash tag). */
+export function encodeKey(key: string): string {
+  if (key.length <= MAX_ENCODED_KEY && SAFE_KEY.test(key)) return key;
+  // Lone surrogates cannot be UTF-8 encoded losslessly: digest their UTF-16 form instead.
+  if (!key.isWellFormed()) return digest(Buffer.from(key, 'utf16le'));
+  let encoded = '';
+  for (const char of key) {
+    if (SAFE_CHAR.test(char)) {
+      encoded += char;
+    } else {
+      for (const byte of Buffer.from(char, 'utf8'))
+        encoded += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    }
+    if (encoded.length > MAX_ENCODED_KEY) return digest(Buffer.from(key, 'utf8'));
+  }
+  return encoded;
+}
+
+function digest(bytes: Buffer): string {
+  return `#${createHash('sha256').update(bytes).digest('base64url')}`;
+}
+
+/** The part of every Redis key shared by all rules of one user key. */
+export function keyHead(prefix: string, key: string): string {
+  return `${prefix}:{${encodeKey(key)}}`;
+}

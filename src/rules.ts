@@ -1,0 +1,135 @@
+/**
+ * Rule options: the one place where a rule is validated and turned into the resolved form the
+ * rest of the code trusts. Every error names the option, the value and what is allowed.
+ */
+import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName, type AnyAlgorithm } from './algorithms/index.js';
+import { type Duration, describe, parseDuration } from './duration.js';
+
+/** One limit a key must stay under. */
+export interface RuleOptions {
+  /**
+   * Names the rule in decisions, headers and Redis keys: letters, digits, `_`, `.`, `-`, at most
+   * 64 characters. Default: `<algorithm>-<limit>-per-<window>`, e.g. `sliding-window-120-per-1m`.
+   */
+  name?: string;
+  /** `'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra'`. */
+  algorithm: AlgorithmName;
+  /** Units (requests, or cost units) admitted per window: a positive integer. */
+  limit: number;
+  /** The window: milliseconds, or a duration string such as `'500ms'`, `'10s'`, `'1m'`, `'1h'`, `'1d'`. */
+  window: Duration;
+  /** token-bucket and gcra only: the bucket's capacity, the largest burst. Default: `limit`. */
+  burst?: number;
+}
+
+/** A validated rule. `limit`, `windowMs` and `capacity` are what the algorithms compute with. */
+export interface ResolvedRule {
+  readonly name: string;
+  readonly algorithm: AnyAlgorithm;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly capacity: number;
+  /** Appended to a key's head to make this rule's base Redis key: `:<name>:<algorithm tag>`. */
+  readonly keyTail: string;
+}
+
+/**
+ * Keeps every intermediate product (e.g. `limit × window`, scaled token counts) an exact integer
+ * in both JavaScript and Lua doubles, with headroom for sums of two such products.
+ */
+export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
+const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst']);
+
+/**
+ * Validates one rule or a list of rules.
+ * @param option where the rules came from, for error messages (e.g. `rules`, `plans.pro`).
+ */
+export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
+  const list = Array.isArray(input) ? input : [input];
+  if (input === undefined || list.length === 0) {
+    throw new TypeError(
+      `${option}: at least one rule is required, e.g. { algorithm: 'sliding-window', limit: 100, window: '1m' }`,
+    );
+  }
+  const rules = list.map((rule, index) =>
+    resolveRule(rule, Array.isArray(input) ? `${option}[${index}]` : option),
+  );
+  const seen = new Set<string>();
+  for (const rule of rules) {
+    if (seen.has(rule.name)) {
+      throw new RangeError(
+        `${option}: duplicate rule name ${JSON.stringify(rule.name)}; give each rule a distinct name`,
+      );
+    }
+    seen.add(rule.name);
+  }
+  return rules;
+}
+
+function resolveRule(input: unknown, option: string): ResolvedRule {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new TypeError(
+      `${option}: expected a rule object such as { algorithm, limit, window }, got ${describe(input)}`,
+    );
+  }
+  const rule = input as Record<string, unknown>;
+  for (const key of Object.keys(rule)) {
+    if (!RULE_KEYS.has(key)) {
+      throw new TypeError(`${option}.${key}: unknown option; a rule takes ${[...RULE_KEYS].join(', ')}`);
+    }
+  }
+  const algorithmName = rule.algorithm;
+  if (typeof algorithmName !== 'string' || !Object.hasOwn(ALGORITHMS, algorithmName)) {
+    throw new RangeError(
+      `${option}.algorithm: ${describe(algorithmName)} is not one of ${ALGORITHM_NAMES.map((n) => `'${n}'`).join(', ')}`,
+    );
+  }
+  const algorithm = ALGORITHMS[algorithmName as AlgorithmName];
+  const limit = positiveInteger(rule.limit, `${option}.limit`, algorithm.maxLimit);
+  const windowMs = parseDuration(rule.window, `${option}.window`);
+  let capacity = limit;
+  if (rule.burst !== undefined) {
+    if (!algorithm.hasBurst) {
+      throw new TypeError(
+        `${option}.burst: '${algorithm.name}' has no burst; only 'token-bucket' and 'gcra' take one`,
+      );
+    }
+    capacity = positiveInteger(rule.burst, `${option}.burst`, Number.MAX_SAFE_INTEGER);
+  }
+  const largest = Math.max(limit, capacity);
+  if (largest * windowMs > MAX_UNITS_TIMES_WINDOW) {
+    throw new RangeError(
+      `${option}: ${capacity > limit ? 'burst' : 'limit'} × window (${largest} × ${windowMs} ms) must be at most 2^51; use a smaller limit or window`,
+    );
+  }
+  const name =
+    rule.name === undefined ? `${algorithm.name}-${limit}-per-${formatDuration(windowMs)}` : rule.name;
+  if (typeof name !== 'string' || !RULE_NAME.test(name)) {
+    throw new RangeError(
+      `${option}.name: ${describe(name)} must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit`,
+    );
+  }
+  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}` };
+}
+
+/** Validates a positive safe integer option such as a limit or a cost. */
+export function positiveInteger(value: unknown, option: string, max: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw new RangeError(`${option}: ${describe(value)} must be an integer from 1 to ${max}`);
+  }
+  return value;
+}
+
+/** The shortest exact rendering of a duration: 60000 → '1m', 1500 → '1500ms'. */
+export function formatDuration(ms: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}

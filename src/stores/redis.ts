@@ -1,0 +1,90 @@
+/**
+ * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock.
+ * The script is called by SHA; only when the server answers NOSCRIPT is it sent in full (which
+ * also caches it again). Any other failure is passed on and never replayed, because a call that
+ * timed out or failed may already have been applied.
+ */
+import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../algorithms/script.js';
+import { describe } from '../duration.js';
+import type { ResolvedRule } from '../rules.js';
+import { isNoScriptError, type RedisClientLike, type ScriptRunner, toScriptRunner } from './redis-client.js';
+import type { Store } from './types.js';
+
+export interface RedisStoreOptions {
+  /** An ioredis `Redis`/`Cluster`, an iovalkey client, a node-redis client or cluster, or a `ScriptRunner`. */
+  client: RedisClientLike;
+  /**
+   * Use this clock (ms since the epoch) instead of the Redis server's `TIME`. Only for tests and
+   * simulations: in production every gateway must share the server's clock.
+   */
+  clock?: () => number;
+}
+
+/** The static part of the script's arguments for one rule list, computed once per list. */
+const ruleArgsCache = new WeakMap<readonly ResolvedRule[], { args: string[]; suffixes: string[][] }>();
+
+function describeRules(rules: readonly ResolvedRule[]) {
+  let described = ruleArgsCache.get(rules);
+  if (described === undefined) {
+    described = {
+      args: rules.flatMap((rule) =>
+        [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity].map(String),
+      ),
+      suffixes: rules.map((rule) =>
+        rule.algorithm.keySuffixes.map((suffix: string) => rule.keyTail + suffix),
+      ),
+    };
+    ruleArgsCache.set(rules, described);
+  }
+  return described;
+}
+
+function ruleKeys(head: string, suffixes: string[][]): string[] {
+  const keys: string[] = [];
+  for (const list of suffixes) for (const suffix of list) keys.push(head + suffix);
+  return keys;
+}
+
+/**
+ * Creates a Redis store.
+ * @example
+ * import Redis from 'ioredis';
+ * const store = redisStore({ client: new Redis(process.env.REDIS_URL) });
+ */
+export function redisStore(options: RedisStoreOptions): Store {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`redisStore: expected options { client }, got ${describe(options)}`);
+  }
+  const runner: ScriptRunner = toScriptRunner(options.client, 'redisStore client');
+  const clock = options.clock;
+  if (clock !== undefined && typeof clock !== 'function') {
+    throw new TypeError(`redisStore clock: expected a function, got ${describe(clock)}`);
+  }
+
+  async function run(keys: string[], args: string[]): Promise<unknown> {
+    try {
+      return await runner.evalSha(CHECK_SCRIPT_SHA, keys, args);
+    } catch (error) {
+      if (!isNoScriptError(error)) throw error;
+      // NOSCRIPT means the script never ran: sending it in full cannot count a request twice.
+      return runner.eval(CHECK_SCRIPT, keys, args);
+    }
+  }
+
+  return {
+    kind: 'redis',
+    async evaluate(head, rules, cost, consume) {
+      const described = describeRules(rules);
+      const now = clock === undefined ? '-1' : String(clock());
+      const args = [consume ? 'c' : 'p', String(cost), now, String(rules.length), ...described.args];
+      const reply = await run(ruleKeys(head, described.suffixes), args);
+      if (!Array.isArray(reply) || reply.length !== rules.length * 5) {
+        throw new Error(`floodgate: unexpected reply from the Redis script: ${describe(reply)}`);
+      }
+      return reply as number[];
+    },
+    async reset(head, rules) {
+      await run(ruleKeys(head, describeRules(rules).suffixes), ['r']);
+    },
+  };
+}

@@ -1,0 +1,23 @@
+/**
+ * The store contract: where rule state lives. A store knows nothing about individual
+ * algorithms; it runs the rules it is given against the state under one key head.
+ */
+import type { ResolvedRule } from '../rules.js';
+
+export interface Store {
+  /** A short name for logs and errors, e.g. `'memory'` or `'redis'`. */
+  readonly kind: string;
+  /**
+   * Evaluates every rule for the key whose Redis-style head is `head` (see keys.ts) and, when
+   * `consume` is set and all rules allow, consumes `cost` from each, atomically.
+   * Resolves to RAW_FIELDS numbers per rule (see decision.ts).
+   */
+  evaluate(
+    head: string,
+    rules: readonly ResolvedRule[],
+    cost: number,
+    consume: boolean,
+  ): Promise<ArrayLike<number>>;
+  /** Forgets all state of the rules under `head`. */
+  reset(head: string, rules: readonly ResolvedRule[]): Promise<void>;
+}

@@ -1,0 +1,173 @@
+/**
+ * The specification table: for each algorithm, a sequence of requests at given times and the
+ * exact decision each must get. Every store runs these same cases (memory with a fake clock,
+ * Redis with the same times passed to the script), so the implementations cannot drift apart.
+ */
+import type { RuleOptions } from '../../src/index.js';
+
+export interface Expected {
+  allowed: boolean;
+  remaining: number;
+  resetMs: number;
+  retryAfterMs: number;
+  rule?: string;
+}
+
+export interface Step {
+  /** Milliseconds after BASE_TIME. */
+  at: number;
+  cost?: number;
+  op?: 'check' | 'peek';
+  expect: Expected;
+  /** Per-rule expectations for multi-rule cases, by rule name. */
+  rules?: Record<string, Partial<Expected>>;
+}
+
+export interface SpecCase {
+  name: string;
+  rules: RuleOptions | RuleOptions[];
+  steps: Step[];
+}
+
+/** A time aligned to every window used below (a whole day since the epoch). */
+export const BASE_TIME = 1_700_006_400_000;
+
+const ok = (remaining: number, resetMs: number): Expected => ({
+  allowed: true,
+  remaining,
+  resetMs,
+  retryAfterMs: 0,
+});
+const no = (remaining: number, resetMs: number, retryAfterMs: number): Expected => ({
+  allowed: false,
+  remaining,
+  resetMs,
+  retryAfterMs,
+});
+
+// token-bucket and gcra must agree exactly, so they share one table.
+const bucketSteps: Step[] = [
+  { at: 0, cost: 3, expect: ok(1, 1500) },
+  { at: 0, cost: 2, expect: no(1, 1500, 500) },
+  { at: 250, cost: 2, expect: no(1, 1250, 250) },
+  { at: 500, cost: 2, expect: ok(0, 2000) },
+  { at: 500, cost: 5, op: 'peek', expect: no(0, 2000, Number.POSITIVE_INFINITY) },
+  { at: 3000, expect: ok(3, 500) },
+  { at: 3001, op: 'peek', expect: ok(2, 999) },
+  { at: 3001, expect: ok(2, 999) },
+];
+
+// go-redis/redis_rate's published example: PerSecond(10), burst 10.
+const redisRateSteps: Step[] = [
+  { at: 0, expect: ok(9, 100) },
+  { at: 0, cost: 2, expect: ok(7, 300) },
+  { at: 0, cost: 7, expect: ok(0, 1000) },
+  { at: 0, expect: no(0, 1000, 100) },
+];
+
+export const SPEC_CASES: SpecCase[] = [
+  {
+    name: 'fixed-window: counts per clock-aligned window, denials consume nothing',
+    rules: { name: 'fw', algorithm: 'fixed-window', limit: 3, window: 1000 },
+    steps: [
+      { at: 0, expect: ok(2, 1000) },
+      { at: 100, cost: 2, expect: ok(0, 900) },
+      { at: 200, expect: no(0, 800, 800) },
+      { at: 200, op: 'peek', expect: no(0, 800, 800) },
+      { at: 999, cost: 4, expect: no(0, 1, Number.POSITIVE_INFINITY) },
+      { at: 1000, expect: ok(2, 1000) },
+      { at: 1500, cost: 2, op: 'peek', expect: ok(0, 500) },
+      { at: 1500, expect: ok(1, 500) },
+    ],
+  },
+  {
+    name: 'sliding-window: previous window weighted by overlap, exact retry times',
+    rules: { name: 'sw', algorithm: 'sliding-window', limit: 4, window: 1000 },
+    steps: [
+      { at: 0, cost: 3, expect: ok(1, 2000) },
+      { at: 500, cost: 2, expect: no(1, 1500, 834) },
+      { at: 1333, cost: 2, expect: no(1, 667, 1) },
+      { at: 1334, cost: 2, expect: ok(0, 1666) },
+      { at: 1500, expect: no(0, 1500, 167) },
+      { at: 1666, expect: no(0, 1334, 1) },
+      { at: 1667, expect: ok(0, 1333) },
+      { at: 3500, cost: 4, expect: ok(0, 1500) },
+      { at: 3600, cost: 5, expect: no(0, 1400, Number.POSITIVE_INFINITY) },
+    ],
+  },
+  {
+    name: 'token-bucket: continuous refill up to the burst',
+    rules: { name: 'tb', algorithm: 'token-bucket', limit: 2, window: 1000, burst: 4 },
+    steps: bucketSteps,
+  },
+  {
+    name: 'gcra: admits exactly what the token bucket admits',
+    rules: { name: 'gc', algorithm: 'gcra', limit: 2, window: 1000, burst: 4 },
+    steps: bucketSteps,
+  },
+  {
+    name: 'gcra: the go-redis/redis_rate example',
+    rules: { name: 'gc', algorithm: 'gcra', limit: 10, window: '1s' },
+    steps: redisRateSteps,
+  },
+  {
+    name: 'token-bucket: the go-redis/redis_rate example',
+    rules: { name: 'tb', algorithm: 'token-bucket', limit: 10, window: '1s' },
+    steps: redisRateSteps,
+  },
+  {
+    name: 'gcra: fractional emission interval (window not a multiple of limit)',
+    rules: { name: 'gc', algorithm: 'gcra', limit: 3, window: 1000 },
+    steps: [
+      { at: 0, expect: ok(2, 334) },
+      { at: 0, expect: ok(1, 667) },
+      { at: 0, expect: ok(0, 1000) },
+      { at: 1, expect: no(0, 999, 333) },
+      { at: 334, expect: ok(0, 1000) },
+    ],
+  },
+  {
+    name: 'sliding-log: exact, same-millisecond requests both count',
+    rules: { name: 'sl', algorithm: 'sliding-log', limit: 3, window: 1000 },
+    steps: [
+      { at: 0, expect: ok(2, 1000) },
+      { at: 0, expect: ok(1, 1000) },
+      { at: 400, cost: 2, expect: no(1, 600, 600) },
+      { at: 400, expect: ok(0, 1000) },
+      { at: 999, expect: no(0, 401, 1) },
+      { at: 1000, expect: ok(1, 1000) },
+      { at: 1000, cost: 4, expect: no(1, 1000, Number.POSITIVE_INFINITY) },
+      { at: 1100, cost: 2, expect: no(1, 900, 300) },
+      { at: 1400, cost: 2, op: 'peek', expect: ok(0, 1000) },
+      { at: 1400, cost: 2, expect: ok(0, 1000) },
+      { at: 1401, op: 'peek', expect: no(0, 999, 599) },
+    ],
+  },
+  {
+    name: 'multiple rules: all or nothing, the binding rule is reported',
+    rules: [
+      { name: 'window', algorithm: 'fixed-window', limit: 5, window: 1000 },
+      { name: 'bucket', algorithm: 'token-bucket', limit: 1, window: 1000, burst: 2 },
+    ],
+    steps: [
+      { at: 0, expect: { ...ok(1, 1000), rule: 'bucket' }, rules: { window: ok(4, 1000) } },
+      { at: 1, expect: { ...ok(0, 1999), rule: 'bucket' }, rules: { window: ok(3, 999) } },
+      // The window would allow it, but the bucket denies: nothing is consumed from either.
+      { at: 2, expect: { ...no(0, 1998, 998), rule: 'bucket' }, rules: { window: ok(3, 998) } },
+      { at: 3, op: 'peek', expect: { ...no(0, 1997, 997), rule: 'bucket' }, rules: { window: ok(3, 997) } },
+      { at: 1000, expect: { ...ok(0, 2000), rule: 'bucket' }, rules: { window: ok(4, 1000) } },
+    ],
+  },
+  {
+    name: 'multiple rules: the longest wait binds when several deny',
+    rules: [
+      { name: 'short', algorithm: 'sliding-log', limit: 1, window: 100 },
+      { name: 'long', algorithm: 'fixed-window', limit: 1, window: 1000 },
+    ],
+    steps: [
+      { at: 0, expect: { ...ok(0, 100), rule: 'short' } },
+      { at: 10, expect: { ...no(0, 990, 990), rule: 'long' }, rules: { short: no(0, 90, 90) } },
+      { at: 500, expect: { ...no(0, 500, 500), rule: 'long' }, rules: { short: ok(1, 0) } },
+    ],
+  },
+];
