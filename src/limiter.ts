@@ -36,7 +36,7 @@ export interface LimiterOptions {
   onStoreError?: StoreErrorPolicy;
   /**
    * After `failures` consecutive store failures (default 5), stop calling the store for
-   * `cooldown` (default `'1s'`), then let one probe through. `false` disables the breaker.
+   * `cooldown` (default `'500ms'`), then let one probe through. `false` disables the breaker.
    */
   breaker?: { failures?: number; cooldown?: Duration } | false;
   /**
@@ -128,7 +128,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const policy = resolvePolicy(options.onStoreError);
   const breaker = resolveBreaker(options.breaker);
   // An in-process store answers as fast as the cache would: caching its denials gains nothing.
-  const denyCache = store.local === true ? undefined : resolveDenyCache(options.denyCache);
+  const configuredDenyCache = resolveDenyCache(options.denyCache);
+  const denyCache = store.local === true ? undefined : configuredDenyCache;
 
   // Local waits are measured on the store's injected clock when it has one (simulations, tests).
   const clock = store.clock ?? Date.now;
@@ -240,7 +241,7 @@ function resolveBreaker(breaker: LimiterOptions['breaker']) {
     throw new TypeError(`breaker: expected { failures?, cooldown? } or false, got ${describe(breaker)}`);
   }
   const failures = positiveInteger(breaker?.failures ?? 5, 'breaker.failures', 1_000_000);
-  const cooldownMs = parseDuration(breaker?.cooldown ?? '1s', 'breaker.cooldown');
+  const cooldownMs = parseDuration(breaker?.cooldown ?? '500ms', 'breaker.cooldown');
   return createCircuitBreaker(failures, cooldownMs);
 }
 
