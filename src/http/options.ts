@@ -164,6 +164,11 @@ export function parseHeaderStyles(value: unknown): readonly HeaderStyle[] {
     }
     if (!styles.includes(style)) styles.push(style);
   }
+  if (styles.includes('draft-6') && styles.includes('draft-10')) {
+    throw new RangeError(
+      `headers: 'draft-6' and 'draft-10' cannot be sent together: both define RateLimit-Policy, with different syntax; choose one (either can be combined with 'legacy')`,
+    );
+  }
   return styles;
 }
 
