@@ -12,6 +12,8 @@ import { header, integerField, listField, rateLimitHeaderNames, rawRequest, retr
 export interface StoreFixture {
   name: string;
   store: () => Store;
+  /** Every key name the store holds (Redis only), to show what is written in clear. */
+  keys?: () => Promise<string[]>;
 }
 
 let prefixes = 0;
@@ -193,6 +195,21 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       expect((await fetch(app.url)).status).toBe(200);
       expect((await fetch(app.url)).status).toBe(429);
     });
+
+    const listKeys = fixture.keys;
+    if (listKeys !== undefined) {
+      it('never writes an API key to the store in clear', async () => {
+        const app = await serve(minute(5));
+        const secret = 'sk_live_Sup3rS3cret';
+        expect((await fetch(app.url, { headers: { 'x-api-key': secret } })).status).toBe(200);
+        expect((await fetch(app.url)).status).toBe(200);
+        const names = await listKeys();
+        const ours = names.filter((name) => name.includes(`http-${adapter}-${process.pid}-${prefixes - 1}:`));
+        expect(ours.some((name) => name.includes('{key:'))).toBe(true);
+        expect(ours.some((name) => name.includes('{ip:127.0.0.1}'))).toBe(true);
+        for (const name of names) expect(name).not.toContain('Sup3rS3cret');
+      });
+    }
 
     describe('hostile input', () => {
       it('treats an 8 KB x-api-key as no key: the address bucket applies, nothing crashes', async () => {
