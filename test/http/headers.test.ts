@@ -138,7 +138,7 @@ describe('rate-limit headers of real decisions', () => {
           }
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   });
 
