@@ -176,7 +176,7 @@ async function floodgatePlugin(app: FastifyInstance, options: FloodgateOptions):
 
 /**
  * The Fastify plugin: `await app.register(floodgate, { limiter })`.
- * @example await app.register(floodgate, { rules: { algorithm: 'token-bucket', limit: 10, window: '1s', burst: 20 }, headers: ['draft-6', 'draft-10'] });
+ * @example await app.register(floodgate, { rules: { algorithm: 'token-bucket', limit: 10, window: '1s', burst: 20 }, headers: ['draft-10', 'legacy'] });
  */
 export const floodgate: FastifyPluginAsync<FloodgateOptions> = Object.assign(floodgatePlugin, {
   [Symbol.for('skip-override')]: true,

@@ -114,7 +114,12 @@ describe('fastify specifics', () => {
 
   it('global: false limits only the routes that ask for it, with the app options as defaults', async () => {
     const app = Fastify();
-    await app.register(floodgate, { global: false, store: store(), prefix: prefix(), key: () => 'everyone' });
+    await app.register(floodgate, {
+      global: false,
+      store: store(),
+      prefix: prefix(),
+      key: async () => 'everyone',
+    });
     app.get('/open', async (request) => rateLimitOf(request));
     app.get('/login', { config: { rateLimit: { rules: log('login', 1) } } }, async (request) =>
       rateLimitOf(request),

@@ -37,7 +37,8 @@ export interface App {
 export type AdapterName = 'express' | 'fastify' | 'node' | 'fetch';
 export type StartApp = (spec: AppSpec) => Promise<App>;
 
-function costFrom(value: string | string[] | null | undefined): number {
+/** Async on purpose: cost functions may look things up. */
+async function costFrom(value: string | string[] | null | undefined): Promise<number> {
   return value === undefined || value === null ? 1 : Number(value);
 }
 

@@ -32,8 +32,17 @@ export function rawRequest(port: number, head: string | Buffer): Promise<RawResp
       );
     });
     socket.on('data', (chunk) => chunks.push(chunk));
-    socket.on('error', reject);
+    let failure: Error | undefined;
+    // A server that refuses a request may reset the connection while we still write: what it
+    // answered before that is the response.
+    socket.on('error', (error) => {
+      failure = error;
+    });
     socket.on('close', () => {
+      if (chunks.length === 0) {
+        reject(failure ?? new Error('connection closed without a response'));
+        return;
+      }
       const text = Buffer.concat(chunks).toString('latin1');
       const split = text.indexOf('\r\n\r\n');
       const lines = text.slice(0, split < 0 ? text.length : split).split('\r\n');

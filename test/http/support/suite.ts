@@ -219,6 +219,13 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
         expect(huge.status).toBe(429);
         const other = await fetch(app.url, { headers: { 'x-api-key': 'fine-key' } });
         expect(other.status).toBe(200);
+        // Past Node's header size limit the server refuses the request before any handler runs.
+        const refused = await rawRequest(
+          app.port,
+          `GET / HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${'k'.repeat(64 * 1024)}`,
+        );
+        expect(refused.status).toBe(431);
+        expect((await fetch(app.url)).status).toBe(429);
       });
 
       it('treats non-ASCII (latin1) bytes in x-api-key as no key and never echoes them', async () => {
