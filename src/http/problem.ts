@@ -30,12 +30,24 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
     type: QUOTA_EXCEEDED_TYPE,
     title: 'Too Many Requests',
     status: 429,
-    detail:
-      retryAfter === undefined
-        ? `This request costs more than policy '${decision.rule}' can ever admit (at most ${decision.limit}); it will never be allowed, so do not retry it.`
-        : `Quota exceeded for ${violated.length === 1 ? 'policy' : 'policies'} ${names}; retry in ${retryAfter} second${retryAfter === 1 ? '' : 's'}.`,
+    detail: describeDenial(decision, names, violated.length, retryAfter),
     'violated-policies': violated,
   };
   if (retryAfter !== undefined) problem['retry-after'] = retryAfter;
   return problem;
+}
+
+function describeDenial(
+  decision: Decision,
+  names: string,
+  count: number,
+  retryAfter: number | undefined,
+): string {
+  if (retryAfter === undefined) {
+    return `This request costs more than policy '${decision.rule}' can ever admit (at most ${decision.limit}); it will never be allowed, so do not retry it.`;
+  }
+  const wait = `retry in ${retryAfter} second${retryAfter === 1 ? '' : 's'}`;
+  // A denial by the limiter's `onStoreError: 'closed'` policy, not by anyone's usage.
+  if (decision.degraded !== false) return `Rate limiting is temporarily unavailable; ${wait}.`;
+  return `Quota exceeded for ${count === 1 ? 'policy' : 'policies'} ${names}; ${wait}.`;
 }

@@ -9,7 +9,7 @@ import {
   writeRateLimitHeaders,
 } from '../../src/http/headers.js';
 import { quotaExceededProblem } from '../../src/http/problem.js';
-import { createLimiter, type Decision, memoryStore, type RuleOptions } from '../../src/index.js';
+import { createLimiter, type Decision, memoryStore, type RuleOptions, type Store } from '../../src/index.js';
 
 function mapTarget(): HeaderTarget & { fields: Map<string, string> } {
   const fields = new Map<string, string>();
@@ -245,5 +245,30 @@ describe('two limiters on one response', () => {
     writeRateLimitHeaders(target, denial, ['draft-6']);
     expect(target.get('RateLimit-Remaining')).toBe('10');
     expect(target.get('RateLimit-Limit')).toBe('10');
+  });
+});
+
+describe('429 body', () => {
+  it('says when a denial comes from an unavailable store (onStoreError: closed), not from usage', async () => {
+    const broken: Store = {
+      kind: 'broken',
+      evaluate: async () => {
+        throw new Error('store down');
+      },
+      reset: async () => {},
+    };
+    const limiter = createLimiter({
+      rules: { name: 'minute', algorithm: 'sliding-log', limit: 5, window: '1m' },
+      store: broken,
+      onStoreError: 'closed',
+      breaker: false,
+      timeout: '1s',
+    });
+    const decision = await limiter.check('k');
+    expect(decision.degraded).toBe('error');
+    const problem = quotaExceededProblem(decision);
+    expect(problem.detail).toBe('Rate limiting is temporarily unavailable; retry in 1 second.');
+    expect(problem['violated-policies']).toEqual(['minute']);
+    checkHeaders(decision);
   });
 });
