@@ -20,6 +20,8 @@ import { createGuard, moreRestrictive, nodeHeader, nodeHeaderTarget, problemBody
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
+export type { HeaderStyle } from './headers.js';
+
 declare module 'express-serve-static-core' {
   interface Request {
     /** The decision of the last floodgate `rateLimit` that checked this request (the more restrictive of several). */

@@ -33,6 +33,8 @@ import type { HeaderTarget } from './headers.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions, parseRequestOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
+export type { HeaderStyle } from './headers.js';
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** The decision of the floodgate limiter(s) that checked this request (the more restrictive of several). */

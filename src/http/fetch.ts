@@ -25,6 +25,9 @@ import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
 
+export type { HeaderStyle } from './headers.js';
+export type { TrustProxy } from './proxy.js';
+
 /** What the server knows about the connection a request came on. */
 export interface FetchContext {
   /** The peer address of the connection. */

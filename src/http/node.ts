@@ -20,6 +20,9 @@ import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
 
+export type { HeaderStyle } from './headers.js';
+export type { TrustProxy } from './proxy.js';
+
 /** A request that a guard has checked: its decision is `req.rateLimit`. */
 export type RateLimitedRequest = IncomingMessage & { rateLimit?: Decision };
 
