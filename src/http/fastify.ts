@@ -66,6 +66,13 @@ const ROUTE_OPTIONS = ['onLimited'];
 /** Must match createLimiter's prefix rule. */
 const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
 
+/**
+ * Routes whose `config.rateLimit` a registration has already applied: when floodgate is
+ * registered more than once (an outer and an inner scope), only the first applies it, so a
+ * route limiter never counts a request twice.
+ */
+const claimedRoutes = new WeakSet<object>();
+
 interface RouteGuard {
   guard: Guard<FastifyRequest>;
   onLimited: FloodgateRouteOptions['onLimited'];
@@ -157,7 +164,8 @@ async function floodgatePlugin(app: FastifyInstance, options: FloodgateOptions):
 
   app.addHook('onRoute', function floodgateOnRoute(route) {
     const config = route.config?.rateLimit;
-    if (config === undefined || config === false) return;
+    if (config === undefined || config === false || claimedRoutes.has(route)) return;
+    claimedRoutes.add(route);
     const guard = routeGuard(config, route);
     const hook: onRequestHookHandler = function floodgateRouteLimit(request, reply) {
       return limit(guard, request, reply);

@@ -172,3 +172,37 @@ describe('fastify specifics', () => {
     expect((await fetch(`${url}/fine`)).status).toBe(200);
   });
 });
+
+describe('fastify registered twice', () => {
+  it('applies a route limiter once, whichever registrations see the route', async () => {
+    const app = Fastify();
+    await app.register(floodgate, {
+      rules: { name: 'outer', algorithm: 'sliding-log', limit: 100, window: '1m' },
+    });
+    await app.register(async (child) => {
+      await child.register(floodgate, { global: false, headers: 'draft-10' });
+      child.get(
+        '/x',
+        {
+          config: {
+            rateLimit: {
+              rules: { name: 'route', algorithm: 'sliding-log', limit: 3, window: '1m' },
+              // One store for both registrations: a second route hook would count twice.
+              store: redisStore({ client }),
+              prefix: `twice-${process.pid}`,
+            },
+          },
+        },
+        async (request) => request.rateLimit?.remaining ?? null,
+      );
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/x`;
+      expect(await (await fetch(url)).json()).toBe(2);
+      expect(await (await fetch(url)).json()).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+});
