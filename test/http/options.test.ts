@@ -32,7 +32,7 @@ describe.each(ADAPTERS)('%s options', (name, create) => {
     expect(make({})).toThrow(/^limiter: required; pass limiter: createLimiter/);
     expect(make({ limiter, rules })).toThrow(/^limiter: give either a limiter or rules/);
     expect(make({ limiter: {} })).toThrow(
-      /^limiter: expected a limiter made by createLimiter\(\), got a object/,
+      /^limiter: expected a limiter made by createLimiter\(\), got an object/,
     );
     expect(make({ rules: { algorithm: 'leaky', limit: 1, window: '1s' } })).toThrow(
       /^rules.algorithm: "leaky" is not one of/,
