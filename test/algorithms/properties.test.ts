@@ -6,7 +6,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  type AlgorithmName,
   createLimiter,
   type Decision,
   type Limiter,
@@ -14,70 +13,10 @@ import {
   type RuleDecision,
   type RuleOptions,
 } from '../../src/index.js';
-import { type Admitted, type Params, REFERENCES } from './reference.js';
+import { ALGORITHMS, type Rule, ruleSetArb, type Scenario, scenarioArb, singleRule } from './arbitraries.js';
+import { type Admitted, REFERENCES } from './reference.js';
 
-const BASE_TIME = 1_700_006_400_000;
-const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra'];
 const RUNS = 120;
-
-interface Rule {
-  options: RuleOptions;
-  params: Params;
-}
-
-interface Step {
-  delta: number;
-  cost: number;
-}
-
-interface Scenario {
-  rules: Rule[];
-  start: number;
-  steps: Step[];
-}
-
-const windowArb = fc.oneof(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 13, max: 2000 }));
-
-function ruleArb(algorithm: AlgorithmName, name: string): fc.Arbitrary<Rule> {
-  const hasBurst = algorithm === 'token-bucket' || algorithm === 'gcra';
-  return fc
-    .record({
-      limit: fc.integer({ min: 1, max: 8 }),
-      windowMs: windowArb,
-      burst: hasBurst
-        ? fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined })
-        : fc.constant(undefined),
-    })
-    .map(({ limit, windowMs, burst }) => ({
-      options: { name, algorithm, limit, window: windowMs, ...(burst === undefined ? {} : { burst }) },
-      params: { limit, windowMs, capacity: burst ?? limit },
-    }));
-}
-
-/** Steps sized to the rules: same-millisecond repeats, moves within a window, multi-window jumps. */
-function scenarioArb(rules: fc.Arbitrary<Rule[]>, maxSteps = 50): fc.Arbitrary<Scenario> {
-  return rules.chain((list) => {
-    const W = Math.max(...list.map((rule) => rule.params.windowMs));
-    const capacity = Math.max(...list.map((rule) => rule.params.capacity));
-    const step = fc.record({
-      delta: fc.oneof(
-        { arbitrary: fc.constant(0), weight: 3 },
-        { arbitrary: fc.integer({ min: 1, max: W }), weight: 4 },
-        { arbitrary: fc.integer({ min: W, max: 3 * W }), weight: 1 },
-      ),
-      cost: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: capacity + 1 })),
-    });
-    return fc.record({
-      rules: fc.constant(list),
-      start: fc.integer({ min: 0, max: 10_000_000 }).map((offset) => BASE_TIME + offset),
-      steps: fc.array(step, { minLength: 1, maxLength: maxSteps }),
-    });
-  });
-}
-
-function singleRule(algorithm: AlgorithmName): fc.Arbitrary<Scenario> {
-  return scenarioArb(ruleArb(algorithm, 'r').map((rule) => [rule]));
-}
 
 /** Creates a limiter on a memory store whose clock the caller moves. */
 function fakeClockLimiter(rules: RuleOptions[]) {
@@ -141,36 +80,42 @@ function bindingIndex(views: RuleDecision[], allowed: boolean): number {
 }
 
 /**
- * Replays a scenario, checking every decision against the references. Returns the admitted
- * history so callers can check invariants over it.
+ * Replays a scenario, checking every decision against the references. Returns the history
+ * admitted since the last reset so callers can check invariants over it.
  */
 async function replayAgainstReferences({ rules, start, steps }: Scenario): Promise<Admitted[]> {
   const { clock, limiter } = fakeClockLimiter(rules.map((rule) => rule.options));
-  const history: Admitted[] = [];
+  let history: Admitted[] = [];
   clock.now = start;
-  for (const { delta, cost } of steps) {
+  for (const { delta, cost, op } of steps) {
     clock.now += delta;
     const at = clock.now;
-    const decision = await limiter.check('key', { cost });
+    if (op === 'reset') {
+      await limiter.reset('key');
+      history = [];
+      continue;
+    }
+    const decision =
+      op === 'peek' ? await limiter.peek('key', { cost }) : await limiter.check('key', { cost });
     const allowed = allAllow(rules, history, at, cost);
-    expect(decision.allowed, `check at ${at} cost ${cost}`).toBe(allowed);
+    const where = `${op} at ${at} cost ${cost}`;
+    expect(decision.allowed, where).toBe(allowed);
+    // Decisions show the state after the request, for a peek as if it had been consumed.
     const after = allowed ? [...history, { at, cost }] : history;
     rules.forEach((rule, i) => {
       expectRuleView(decision.rules[i] as RuleDecision, rule, history, after, at, cost);
     });
     const binding = decision.rules[bindingIndex(decision.rules, allowed)];
-    expect(decision).toEqual({ ...binding, allowed, rules: decision.rules });
+    expect(decision, where).toEqual({ ...binding, allowed, rules: decision.rules });
     const capacity = Math.min(...rules.map((rule) => rule.params.capacity));
-    expect(decision.retryAfterMs === Number.POSITIVE_INFINITY).toBe(cost > capacity);
-    if (!allowed) {
-      if (Number.isFinite(decision.retryAfterMs)) {
-        expect(allAllow(rules, history, at + decision.retryAfterMs, cost)).toBe(true);
-        expect(allAllow(rules, history, at + decision.retryAfterMs - 1, cost)).toBe(false);
-      }
-      // A denial consumed nothing: asking again at the same moment gives the same answer.
-      expect(await limiter.peek('key', { cost })).toEqual(decision);
+    expect(decision.retryAfterMs === Number.POSITIVE_INFINITY, where).toBe(cost > capacity);
+    if (!allowed && Number.isFinite(decision.retryAfterMs)) {
+      expect(allAllow(rules, history, at + decision.retryAfterMs, cost), where).toBe(true);
+      expect(allAllow(rules, history, at + decision.retryAfterMs - 1, cost), where).toBe(false);
     }
-    history.push(...after.slice(history.length));
+    // A denial (or a peek) consumed nothing: asking again at the same moment gives the same answer.
+    if (!allowed || op === 'peek') expect(await limiter.peek('key', { cost }), where).toEqual(decision);
+    if (op === 'check') history = after;
   }
   return history;
 }
@@ -189,7 +134,13 @@ describe.each(ALGORITHMS)('%s matches its brute-force reference', (algorithm) =>
 describe('sliding-log', () => {
   it('never holds more than limit in any half-open interval [s, s + W)', async () => {
     await fc.assert(
-      fc.asyncProperty(singleRule('sliding-log'), async (scenario) => {
+      fc.asyncProperty(singleRule('sliding-log'), async (generated) => {
+        // Without resets, so the whole history is one log.
+        const steps = generated.steps.map((step) => ({
+          ...step,
+          op: step.op === 'reset' ? 'check' : step.op,
+        }));
+        const scenario = { ...generated, steps };
         const history = await replayAgainstReferences(scenario);
         const { limit, windowMs } = (scenario.rules[0] as Rule).params;
         // The heaviest interval starts at an admitted request, so those starts suffice.
@@ -205,13 +156,9 @@ describe('sliding-log', () => {
 });
 
 describe('several rules', () => {
-  const rulesArb = fc
-    .array(fc.constantFrom(...ALGORITHMS), { minLength: 2, maxLength: 3 })
-    .chain((algorithms) => fc.tuple(...algorithms.map((algorithm, i) => ruleArb(algorithm, `r${i}`))));
-
   it('are all or nothing, each rule exact, the binding rule reported', async () => {
     await fc.assert(
-      fc.asyncProperty(scenarioArb(rulesArb), async (scenario) => {
+      fc.asyncProperty(scenarioArb(ruleSetArb()), async (scenario) => {
         await replayAgainstReferences(scenario);
       }),
       { numRuns: RUNS },
@@ -227,10 +174,14 @@ describe('gcra', () => {
         const bucket = fakeClockLimiter([{ ...options, algorithm: 'token-bucket' }]);
         const cell = fakeClockLimiter([options]);
         let now = start;
-        for (const { delta, cost } of steps) {
+        for (const { delta, cost, op } of steps) {
           now += delta;
           bucket.clock.now = now;
           cell.clock.now = now;
+          if (op === 'reset') {
+            await Promise.all([bucket.limiter.reset('key'), cell.limiter.reset('key')]);
+            continue;
+          }
           const peeked = await sameDecision(bucket.limiter, cell.limiter, (limiter) =>
             limiter.peek('key', { cost }),
           );
