@@ -95,7 +95,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   function costOf(options: CheckOptions | undefined): number {
-    const cost = options?.cost;
+    if (options === undefined) return 1;
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError(`check options: expected { cost }, got ${describe(options)}`);
+    }
+    // A misspelt cost would otherwise silently charge 1.
+    for (const key in options) {
+      if (key !== 'cost')
+        throw new TypeError(`check options: unknown option '${key}'; the only option is cost`);
+    }
+    const cost = options.cost;
     return cost === undefined ? 1 : positiveInteger(cost, 'cost', MAX_COST);
   }
 

@@ -5,6 +5,7 @@
  */
 import { describe } from '../duration.js';
 import type { ResolvedRule } from '../rules.js';
+import { rejectUnknownOptions } from './options.js';
 import type { Store } from './types.js';
 
 export interface MemoryStoreOptions {
@@ -23,6 +24,8 @@ interface Entry {
   expiresAt: number;
 }
 
+const MEMORY_STORE_OPTIONS = ['maxKeys', 'clock'];
+
 /** How many least-recently-used entries each write inspects for expiry. */
 const SWEEP_PER_WRITE = 2;
 
@@ -32,6 +35,7 @@ const SWEEP_PER_WRITE = 2;
  * const limiter = createLimiter({ store: memoryStore({ maxKeys: 50_000 }), rules: { algorithm: 'gcra', limit: 10, window: '1s' } });
  */
 export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonly size: number } {
+  rejectUnknownOptions('memoryStore', options, MEMORY_STORE_OPTIONS);
   const maxKeys = options.maxKeys ?? 100_000;
   if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
     throw new RangeError(`memoryStore maxKeys: ${describe(maxKeys)} must be an integer >= 1`);
