@@ -5,6 +5,7 @@
  */
 import { describe } from '../duration.js';
 import type { ResolvedRule } from '../rules.js';
+import { createLruMap } from './lru.js';
 import { rejectUnknownOptions } from './options.js';
 import type { Store } from './types.js';
 
@@ -43,28 +44,31 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   const clock = options.clock ?? Date.now;
   if (typeof clock !== 'function')
     throw new TypeError(`memoryStore clock: expected a function, got ${describe(clock)}`);
-  // A Map iterates in insertion order; re-inserting on use makes its first entry the least recently used.
-  const entries = new Map<string, Entry>();
+  const entries = createLruMap<Entry>();
 
   function read(key: string, now: number): unknown {
     const entry = entries.get(key);
     if (entry === undefined) return undefined;
-    entries.delete(key);
-    if (entry.expiresAt <= now) return undefined;
-    entries.set(key, entry);
-    return entry.state;
+    if (entry.value.expiresAt <= now) {
+      entries.delete(key);
+      return undefined;
+    }
+    entries.touch(entry);
+    return entry.value.state;
   }
 
   function write(key: string, state: unknown, expiresAt: number): void {
-    entries.delete(key);
     entries.set(key, { state, expiresAt });
   }
 
   function reclaim(now: number): void {
     let inspected = 0;
-    for (const [key, entry] of entries) {
-      if (entries.size > maxKeys || entry.expiresAt <= now) entries.delete(key);
+    let entry = entries.oldest;
+    while (entry !== undefined) {
+      const newer = entry.newer;
+      if (entries.size > maxKeys || entry.value.expiresAt <= now) entries.delete(entry.key);
       else if (++inspected >= SWEEP_PER_WRITE) break;
+      entry = newer;
     }
   }
 
