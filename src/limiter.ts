@@ -170,9 +170,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return decision;
   }
 
+  function costOf(options: CheckOptions | undefined): number {
+    if (options === undefined) return 1;
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError(`check options: expected { cost }, got ${describe(options)}`);
+    }
+    // A misspelt cost would otherwise silently charge 1.
+    for (const key in options) {
+      if (key !== 'cost')
+        throw new TypeError(`check options: unknown option '${key}'; the only option is cost`);
+    }
+    const cost = options.cost;
+    return cost === undefined ? 1 : positiveInteger(cost, 'cost', MAX_COST);
+  }
+
   function evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision> {
     try {
-      const cost = options?.cost === undefined ? 1 : positiveInteger(options.cost, 'cost', MAX_COST);
+      const cost = costOf(options);
       const keyHeadValue = head(key);
       if (store.local !== true) return evaluateRemote(keyHeadValue, cost, consume);
       // In-process stores cannot hang or fail transiently: no deadline, no breaker, and no

@@ -6,6 +6,7 @@
 import { describe } from '../duration.js';
 import { createLru } from '../lru.js';
 import type { ResolvedRule } from '../rules.js';
+import { rejectUnknownOptions } from './options.js';
 import type { Store } from './types.js';
 
 export interface MemoryStoreOptions {
@@ -24,8 +25,7 @@ interface Entry {
   expiresAt: number;
 }
 
-/** How many expired least-recently-used entries each write may reclaim. */
-const SWEEP_PER_WRITE = 2;
+const MEMORY_STORE_OPTIONS = ['maxKeys', 'clock'];
 
 /**
  * Creates an in-memory store.
@@ -33,6 +33,7 @@ const SWEEP_PER_WRITE = 2;
  * const limiter = createLimiter({ store: memoryStore({ maxKeys: 50_000 }), rules: { algorithm: 'gcra', limit: 10, window: '1s' } });
  */
 export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonly size: number } {
+  rejectUnknownOptions('memoryStore', options, MEMORY_STORE_OPTIONS);
   const maxKeys = options.maxKeys ?? 100_000;
   if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
     throw new RangeError(`memoryStore maxKeys: ${describe(maxKeys)} must be an integer >= 1`);
@@ -42,11 +43,16 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     throw new TypeError(`memoryStore clock: expected a function, got ${describe(clock)}`);
   const entries = createLru<Entry>(maxKeys);
 
-  /** Drops a few expired entries from the least recently used end, so idle state is reclaimed. */
+  /**
+   * Drops expired entries from the least recently used end, stopping at the first live one. Each
+   * entry is dropped once, so this is amortised O(1) per write, and idle state is reclaimed.
+   */
   function reclaim(now: number): void {
-    for (let i = 0; i < SWEEP_PER_WRITE; i++) {
-      const oldest = entries.oldest();
-      if (oldest === undefined || oldest.value.expiresAt > now) return;
+    for (
+      let oldest = entries.oldest();
+      oldest !== undefined && oldest.value.expiresAt <= now;
+      oldest = entries.oldest()
+    ) {
       entries.delete(oldest.key);
     }
   }

@@ -43,13 +43,16 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
       eval: (script, keys, args) => io.eval(script, keys.length, ...keys, ...args),
     };
   }
-  if (hasMethods(client, 'evalSha', 'eval')) {
+  // node-redis shares the method names of a ScriptRunner but takes an options object; its
+  // clients, clusters and sentinels all have `sendCommand`, which a ScriptRunner need not have.
+  if (hasMethods(client, 'evalSha', 'eval', 'sendCommand')) {
     const node = client as NodeRedisLike;
     return {
       evalSha: (sha, keys, args) => node.evalSha(sha, { keys: [...keys], arguments: [...args] }),
       eval: (script, keys, args) => node.eval(script, { keys: [...keys], arguments: [...args] }),
     };
   }
+  if (hasMethods(client, 'evalSha', 'eval')) return client as ScriptRunner;
   throw new TypeError(
     `${option}: expected an ioredis/iovalkey Redis or Cluster, a node-redis client or cluster, or an object with evalSha(sha, keys, args) and eval(script, keys, args); got ${describe(client)}`,
   );

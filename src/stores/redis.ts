@@ -7,6 +7,7 @@
 import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../algorithms/script.js';
 import { describe } from '../duration.js';
 import type { ResolvedRule } from '../rules.js';
+import { rejectUnknownOptions } from './options.js';
 import { isNoScriptError, type RedisClientLike, type ScriptRunner, toScriptRunner } from './redis-client.js';
 import type { Store } from './types.js';
 
@@ -19,6 +20,8 @@ export interface RedisStoreOptions {
    */
   clock?: () => number;
 }
+
+const REDIS_STORE_OPTIONS = ['client', 'clock'];
 
 /** The static part of the script's arguments for one rule list, computed once per list. */
 const ruleArgsCache = new WeakMap<readonly ResolvedRule[], { args: string[]; suffixes: string[][] }>();
@@ -55,6 +58,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`redisStore: expected options { client }, got ${describe(options)}`);
   }
+  rejectUnknownOptions('redisStore', options, REDIS_STORE_OPTIONS);
   const runner: ScriptRunner = toScriptRunner(options.client, 'redisStore client');
   const clock = options.clock;
   if (clock !== undefined && typeof clock !== 'function') {
