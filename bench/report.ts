@@ -146,7 +146,7 @@ function redisCostSection(rows: readonly RedisCost[], settings: Settings): strin
 ### Memory per key
 
 MEMORY USAGE (SAMPLES 0) summed over every Redis key a limiter wrote, divided by the ${settings.memoryKeys} user
-keys, after ${settings.requestsPerKey} admitted requests per key (limit ${settings.requestsPerKey * 10} per 60 s). Lower is better.
+keys, after ${settings.requestsPerKey} admitted requests per key (limit ${settings.requestsPerKey * 10} per hour, so nothing expires). Lower is better.
 
 ${table(['limiter', 'bytes/key', 'Redis keys/key', '÷ string counter', '÷ best peer', ...peers.map((peer) => `÷ ${peer.contender.short}`)], memoryRows)}
 

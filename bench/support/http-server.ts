@@ -8,7 +8,9 @@
  * every request (the limit is far above what a run sends): what is measured is the cost of
  * checking, on one key (the client IP), each variant with its own Redis connection.
  */
-import { pathToFileURL } from 'node:url';
+import { existsSync } from 'node:fs';
+import { relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import type { Limiter } from '../../src/index.js';
 import { createLimiter, redisStore } from '../../src/index.js';
@@ -34,17 +36,13 @@ class AdapterMissing extends Error {}
 
 async function adapter(name: 'express' | 'fastify'): Promise<Record<string, unknown>> {
   const base = ADAPTERS.includes('://') ? ADAPTERS : pathToFileURL(`${ADAPTERS.replace(/\/?$/, '/')}`).href;
-  const specifier = new URL(`${name}.js`, base).href;
-  try {
-    return (await import(specifier)) as Record<string, unknown>;
-  } catch (error) {
-    if (
-      (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' &&
-      String(error).includes(`${name}.`)
-    )
-      throw new AdapterMissing(`adapter not present (${specifier})`);
-    throw error;
+  // Absent means skipped; present but broken must fail loudly, so look for the file, not at the error.
+  const source = ['ts', 'js'].map((ext) => new URL(`${name}.${ext}`, base)).find((url) => existsSync(url));
+  if (source === undefined) {
+    const shown = relative(process.cwd(), fileURLToPath(new URL(`${name}.ts`, base)));
+    throw new AdapterMissing(`adapter not present (${shown})`);
   }
+  return (await import(new URL(`${name}.js`, base).href)) as Record<string, unknown>;
 }
 
 function floodgateLimiter(redis: Redis): Limiter {

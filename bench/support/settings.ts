@@ -60,7 +60,7 @@ export function parseSettings(args: readonly string[], env: NodeJS.ProcessEnv): 
   const seconds =
     positive(flag(args, 'seconds'), '--seconds') ??
     positive(env.BENCH_SECONDS, 'BENCH_SECONDS') ??
-    (quick ? 0.3 : 3);
+    (quick ? 0.2 : 2);
   const only = flag(args, 'only') ?? env.BENCH_ONLY;
   const scenarios =
     only === undefined || only === '' ? [...SCENARIOS] : only.split(',').map((name) => name.trim());
@@ -83,7 +83,7 @@ export function parseSettings(args: readonly string[], env: NodeJS.ProcessEnv): 
     warmupSeconds: quick ? Math.min(0.1, seconds) : Math.min(1, seconds / 3),
     inFlight: [1, 64],
     manyKeys: 10_000,
-    memoryKeys: quick ? 50 : 1000,
+    memoryKeys: quick ? 50 : 500,
     requestsPerKey: 100,
     httpConnections: 64,
     httpSeconds: quick ? Math.max(0.5, seconds) : seconds,
