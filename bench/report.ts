@@ -107,8 +107,8 @@ function decisionsSection(runs: readonly DecisionRun[], settings: Settings): str
   const parts = [
     `## 1. Decisions per second on Redis
 
-Ratios divide decisions/s. *Client CPU* is this Node process's CPU time per decision (the load
-generator's share is the same for every row); *Redis CPU* is the server's (INFO cpu) per decision.
+Ratios divide decisions/s. _Client CPU_ is this Node process's CPU time per decision (the load
+generator's share is the same for every row); _Redis CPU_ is the server's (INFO cpu) per decision.
 CPU per decision is less disturbed by other load on the machine than decisions/s.
 `,
   ];
@@ -153,7 +153,7 @@ ${table(['limiter', 'bytes/key', 'Redis keys/key', '÷ string counter', '÷ best
 ### Commands per decision
 
 From INFO commandstats deltas over the same ${settings.memoryKeys * settings.requestsPerKey} under-limit decisions, and over a flood of one key
-(limit 100). *Requests* are commands the client sent (EVALSHA…); *executed* also counts every
+(limit 100). _Requests_ are commands the client sent (EVALSHA…); _executed_ also counts every
 redis.call inside scripts. Lower is better.
 
 ${table(['limiter', 'requests (under limit)', 'executed (under limit)', 'requests (flood)', 'executed (flood)', 'executed ÷ best peer', 'flood requests ÷ best peer', 'allowed under / flood'], commandRows)}
@@ -216,15 +216,19 @@ function clockSkewSection(rows: readonly SkewRow[]): string {
     row.limiter,
     row.clocks,
     `${row.windowMs / 1000} s`,
-    String(row.maxAdmitted),
+    row.maxPossible === undefined || row.maxPossible === row.maxAdmitted
+      ? String(row.maxAdmitted)
+      : `${row.maxAdmitted} (≤ ${row.maxPossible})`,
     ratio(row.maxAdmitted, SKEW_LIMIT),
     String(row.sent),
   ]);
   return `## 5. Clock skew: three pods, limit ${SKEW_LIMIT} per window
 
 Three clients ("pods") share one sliding-log limit under steady demand of 4.5× the limit for several
-windows; *admitted* is the most requests admitted in any interval of one window. Client-clock rows
-run in virtual time (their clock is only an argument); the last row is real time on Redis TIME.
+windows; _admitted_ is the most requests admitted in any interval of one window. Client-clock rows
+run in virtual time (their clock is only an argument); the last row is real time on Redis TIME,
+where a request's server instant is only known to lie within its round trip: it counts the
+admissions whose round trips fit inside one window, and "(≤ n)" bounds those that might have.
 
 ${table(['limiter', 'clocks', 'window', 'admitted', '÷ limit', 'sent'], body)}
 `;

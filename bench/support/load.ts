@@ -4,6 +4,12 @@
  * the numbers are differences between the limiters, not between harnesses.
  */
 import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+// A full collection before each measurement, so no row pays for the previous row's garbage.
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
 
 /** One check: `i` is a running index the operation may use to pick a key. Resolves to "allowed". */
 export type Operation = (i: number) => Promise<boolean>;
@@ -112,6 +118,7 @@ export async function runLoad(operation: Operation, options: LoadOptions): Promi
   if (options.warmupSeconds > 0) {
     await runPhase(operation, options.inFlight, options.warmupSeconds, false, counter);
   }
+  collectGarbage();
   await options.betweenPhases?.();
   const phase = await runPhase(operation, options.inFlight, options.seconds, latency, counter);
   return {

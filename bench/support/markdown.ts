@@ -1,8 +1,20 @@
 /** Markdown tables and number formats for the report. */
 
+/**
+ * A table laid out as Biome formats Markdown (cells padded to the column's width, first column
+ * left-aligned, the others right-aligned), so a freshly written report passes `biome check`.
+ */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
-  const align = headers.map((_, i) => (i === 0 ? ':--' : '--:'));
-  return [headers, align, ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+  const widths = headers.map((header, i) =>
+    Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)),
+  );
+  const pad = (cell: string, i: number) =>
+    i === 0 ? cell.padEnd(widths[i] as number) : cell.padStart(widths[i] as number);
+  const line = (cells: readonly string[]) => `| ${cells.map(pad).join(' | ')} |`;
+  const align = widths.map((width, i) =>
+    i === 0 ? `:${'-'.repeat(width - 1)}` : `${'-'.repeat(width - 1)}:`,
+  );
+  return [line(headers), `| ${align.join(' | ')} |`, ...rows.map(line)].join('\n');
 }
 
 /** An integer with thousands separators. */
