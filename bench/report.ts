@@ -228,7 +228,8 @@ Three clients ("pods") share one sliding-log limit under steady demand of 4.5× 
 windows; _admitted_ is the most requests admitted in any interval of one window. Client-clock rows
 run in virtual time (their clock is only an argument); the last row is real time on Redis TIME,
 where a request's server instant is only known to lie within its round trip: it counts the
-admissions whose round trips fit inside one window, and "(≤ n)" bounds those that might have.
+admissions whose round trips fit inside one window less 1 ms (the limiter's clock is whole
+milliseconds), and "(≤ n)" bounds those that might have been inside one.
 
 ${table(['limiter', 'clocks', 'window', 'admitted', '÷ limit', 'sent'], body)}
 `;

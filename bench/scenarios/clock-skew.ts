@@ -173,7 +173,10 @@ async function realRow(context: BenchContext, pods: readonly Redis[]): Promise<S
     const wait = start + (tick + 1) * spacing - performance.now();
     if (wait > 0) await sleep(wait);
   }
-  const { certain, possible } = windowBounds(admitted, windowMs);
+  // The limiter's clock is whole milliseconds (TIME floored): instants less than W - 1 ms apart
+  // are surely inside one of its windows, while two 999.1 ms apart may both count for W = 1000.
+  const { certain } = windowBounds(admitted, windowMs - 1);
+  const { possible } = windowBounds(admitted, windowMs);
   return {
     limiter: 'floodgate sliding-log',
     clocks: 'Redis TIME, real time (pods skewed -2 s, 0, +2 s, unused)',
