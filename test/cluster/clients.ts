@@ -3,8 +3,12 @@
  * - ioredis / iovalkey `Cluster`: masters only; a command whose connection closed is failed, not
  *   replayed on the promoted replica (`retryDelayOnFailover: 0`: it may already have run); a
  *   per-command timeout; MOVED, ASK, TRYAGAIN and CLUSTERDOWN are retried by the client itself.
+ *   (`maxRetriesPerRequest` is left alone: ioredis never reconnects a cluster node's connection,
+ *   so that option never applies there.)
  * - node-redis `createCluster`: no offline queue, so checks for a dead master's slots fail at
- *   once instead of waiting for a node that may never return.
+ *   once instead of waiting for a node that may never return; and no CLIENT SETINFO handshake,
+ *   which in node-redis < 5.11 can leave a node's connection falsely "ready" and every later
+ *   command to it hanging when the node dies mid-reconnect (redis/node-redis#3104).
  */
 import { Cluster as IoRedisCluster } from 'ioredis';
 import { Cluster as ValkeyCluster } from 'iovalkey';
@@ -22,7 +26,7 @@ export function ioredisCluster(cluster: RedisCluster): IoRedisCluster {
     scaleReads: 'master',
     retryDelayOnFailover: 0,
     clusterRetryStrategy: (times) => Math.min(100 * times, 1000),
-    redisOptions: { maxRetriesPerRequest: 1, commandTimeout: IOREDIS_COMMAND_TIMEOUT_MS },
+    redisOptions: { commandTimeout: IOREDIS_COMMAND_TIMEOUT_MS },
   });
   // Node failures are expected in these tests; the commands themselves report them.
   client.on('error', () => {});
@@ -33,7 +37,8 @@ export function valkeyCluster(cluster: RedisCluster): ValkeyCluster {
   const client = new ValkeyCluster(cluster.rootNodes, {
     scaleReads: 'master',
     retryDelayOnFailover: 0,
-    redisOptions: { maxRetriesPerRequest: 1, commandTimeout: IOREDIS_COMMAND_TIMEOUT_MS },
+    clusterRetryStrategy: (times) => Math.min(100 * times, 1000),
+    redisOptions: { commandTimeout: IOREDIS_COMMAND_TIMEOUT_MS },
   });
   client.on('error', () => {});
   return client;
@@ -42,7 +47,7 @@ export function valkeyCluster(cluster: RedisCluster): ValkeyCluster {
 export async function nodeRedisCluster(cluster: RedisCluster): Promise<NodeRedisCluster> {
   const client = createCluster({
     rootNodes: cluster.rootNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
-    defaults: { disableOfflineQueue: true },
+    defaults: { disableOfflineQueue: true, disableClientInfo: true },
   });
   client.on('error', () => {});
   await client.connect();

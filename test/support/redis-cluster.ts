@@ -175,6 +175,26 @@ export async function nodeStats(
   return stats;
 }
 
+/**
+ * Waits until every replica of the master on `port` has applied everything the master has
+ * written so far (replication is asynchronous: a master killed earlier loses the difference).
+ */
+export async function waitReplicated(port: number, timeoutMs = 5000): Promise<void> {
+  const info = parseInfo(await nodeCommand(port, 'INFO', 'replication'));
+  const offset = Number(info.master_repl_offset);
+  const replicas = Object.entries(info)
+    .filter(([name]) => /^slave\d+$/.test(name))
+    .map(([, value]) => Number(/port=(\d+)/.exec(value)?.[1]));
+  if (replicas.length === 0) throw new Error(`master ${port} has no replica`);
+  const deadline = Date.now() + timeoutMs;
+  for (const replica of replicas) {
+    while (Number(parseInfo(await nodeCommand(replica, 'INFO', 'replication')).slave_repl_offset) < offset) {
+      if (Date.now() > deadline) throw new Error(`replica ${replica} did not catch up with ${port}`);
+      await sleep(10);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The cluster.
 
