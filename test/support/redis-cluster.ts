@@ -214,7 +214,10 @@ export interface ClusterNode {
   stop(): Promise<void>;
 }
 
-/** A contiguous slot range and the ports serving it, as `CLUSTER SLOTS` reports it. */
+/**
+ * A contiguous slot range and the ports serving it, as `CLUSTER SLOTS` reports it (Redis 7 lists a
+ * replica there only once it has synced).
+ */
 export interface SlotRange {
   readonly from: number;
   readonly to: number;
@@ -223,7 +226,7 @@ export interface SlotRange {
 }
 
 export interface RedisCluster {
-  /** Every node, in the order given to `redis-cli --cluster create` (masters first). */
+  /** Every node, in the order given to `redis-cli --cluster create`. */
   readonly nodes: readonly ClusterNode[];
   /** Seed addresses for clients: every node. */
   readonly rootNodes: { host: string; port: number }[];
@@ -381,11 +384,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
           fields.cluster_slots_ok === String(SLOTS) &&
           fields.cluster_known_nodes === String(nodes.length) &&
           (role.role === 'master' || role.master_link_status === 'up');
-        const map = toRanges(slots as Reply).map(({ from, to, master }) => `${from}-${to}@${master}`);
+        const ranges = toRanges(slots as Reply);
         return {
           ok,
-          map: map.join(','),
-          masters: new Set(toRanges(slots as Reply).map((r) => r.master)),
+          map: ranges.map(({ from, to, master }) => `${from}-${to}@${master}`).join(','),
+          masters: new Set(ranges.map((range) => range.master)),
           role,
         };
       }),
@@ -411,11 +414,14 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   }
 
   try {
-    nodes.push(
-      ...(await Promise.all(
-        Array.from({ length: masterCount * (1 + replicaCount) }, () => startNode(dir, nodeTimeoutMs)),
-      )),
+    // allSettled, so a node that failed to start never leaves the others running.
+    const started = await Promise.allSettled(
+      Array.from({ length: masterCount * (1 + replicaCount) }, () => startNode(dir, nodeTimeoutMs)),
     );
+    for (const result of started) {
+      if (result.status === 'fulfilled') nodes.push(result.value);
+    }
+    for (const result of started) if (result.status === 'rejected') throw result.reason;
     await run(
       'redis-cli',
       [
