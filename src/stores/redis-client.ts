@@ -62,3 +62,12 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
 export function isNoScriptError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
+
+/**
+ * Whether an error is a cluster node refusing a multi-key call because the keys' slot is being
+ * migrated and they are split between two nodes. The script did not run. ioredis and iovalkey
+ * retry this themselves (`retryDelayOnTryAgain`); node-redis passes it on.
+ */
+export function isTryAgainError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('TRYAGAIN');
+}
