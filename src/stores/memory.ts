@@ -1,11 +1,14 @@
 /**
  * The in-memory store: the algorithms' TypeScript specifications run directly on state kept in
  * this process. Bounded: at most `maxKeys` rule states, least recently used evicted first, and
- * expired states are reclaimed as new checks arrive (no timer per key).
+ * expired states are reclaimed as new checks arrive (no timer per key). Overrides (few, set by
+ * operators) live in a map of their own, outside that bound.
  */
+import { RAW_FIELDS } from '../decision.js';
 import { describe } from '../duration.js';
+import { keyHead } from '../keys.js';
 import type { ResolvedRule } from '../rules.js';
-import type { Store } from './types.js';
+import type { Store, StoredOverride } from './types.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -21,6 +24,14 @@ interface Entry {
   // biome-ignore lint/suspicious/noExplicitAny: the state's type belongs to the rule's algorithm.
   state: any;
   expiresAt: number;
+}
+
+interface OverrideEntry {
+  prefix: string;
+  key: string;
+  value: string;
+  /** Store clock time it expires at, or undefined for none. */
+  expiresAt: number | undefined;
 }
 
 /** How many least-recently-used entries each write inspects for expiry. */
@@ -41,6 +52,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     throw new TypeError(`memoryStore clock: expected a function, got ${describe(clock)}`);
   // A Map iterates in insertion order; re-inserting on use makes its first entry the least recently used.
   const entries = new Map<string, Entry>();
+  // By key head.
+  const overrides = new Map<string, OverrideEntry>();
 
   function read(key: string, now: number): unknown {
     const entry = entries.get(key);
@@ -64,6 +77,15 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     }
   }
 
+  function liveOverride(head: string, now: number): OverrideEntry | undefined {
+    const entry = overrides.get(head);
+    if (entry?.expiresAt !== undefined && entry.expiresAt <= now) {
+      overrides.delete(head);
+      return undefined;
+    }
+    return entry;
+  }
+
   return {
     kind: 'memory',
     local: true,
@@ -71,9 +93,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     get size() {
       return entries.size;
     },
-    async evaluate(head, rules, cost, consume) {
+    async evaluate(head, rules, cost, consume, overrideSeen) {
       const now = clock();
-      const raw: number[] = new Array(rules.length * 5);
+      const override = overrideSeen === undefined ? undefined : liveOverride(head, now);
+      if (overrideSeen !== undefined && (override?.value ?? '') !== overrideSeen) {
+        return { overrideChanged: true, value: override?.value };
+      }
+      const raw: number[] = new Array(rules.length * RAW_FIELDS);
       const evaluations = new Array(rules.length);
       let allAllowed = true;
       for (let i = 0; i < rules.length; i++) {
@@ -81,12 +107,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         const evaluation = rule.algorithm.evaluate(read(head + rule.keyTail, now), now, cost, rule);
         evaluations[i] = evaluation;
         allAllowed &&= evaluation.allowed;
-        const at = i * 5;
+        const at = i * RAW_FIELDS;
         raw[at] = evaluation.allowed ? 1 : 0;
         raw[at + 1] = evaluation.remaining;
         raw[at + 2] = evaluation.resetMs;
         raw[at + 3] = evaluation.retryAfterMs;
         raw[at + 4] = evaluation.resetAfterMs;
+        raw[at + 5] = evaluation.token;
       }
       if (allAllowed && consume) {
         for (let i = 0; i < rules.length; i++) {
@@ -95,10 +122,41 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         }
         reclaim(now);
       }
+      if (override !== undefined) raw.push(override.expiresAt === undefined ? -1 : override.expiresAt - now);
       return raw;
+    },
+    async settle(head, rules, reserved, actual, tokens) {
+      const now = clock();
+      for (let i = 0; i < rules.length; i++) {
+        const rule = rules[i] as ResolvedRule;
+        const key = head + rule.keyTail;
+        const settlement = { token: tokens[i] as number, reserved, actual };
+        const result = rule.algorithm.settle(read(key, now), now, settlement, rule);
+        if (result === 'delete') entries.delete(key);
+        else if (result !== undefined) write(key, result.state, now + result.ttlMs);
+      }
+      reclaim(now);
     },
     async reset(head, rules) {
       for (const rule of rules) entries.delete(head + rule.keyTail);
+    },
+    async setOverride(prefix, key, value, ttlMs) {
+      const expiresAt = ttlMs === undefined ? undefined : clock() + ttlMs;
+      overrides.set(keyHead(prefix, key), { prefix, key, value, expiresAt });
+    },
+    async clearOverride(prefix, key) {
+      overrides.delete(keyHead(prefix, key));
+    },
+    async listOverrides(prefix) {
+      const now = clock();
+      const list: StoredOverride[] = [];
+      for (const head of [...overrides.keys()]) {
+        const entry = liveOverride(head, now);
+        if (entry === undefined || entry.prefix !== prefix) continue;
+        const expiresInMs = entry.expiresAt === undefined ? undefined : entry.expiresAt - now;
+        list.push({ key: entry.key, value: entry.value, expiresInMs });
+      }
+      return list;
     },
   };
 }
