@@ -5,17 +5,16 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AlgorithmName } from './algorithms/index.js';
-import { type Decision, decide, RAW_FIELDS } from './decision.js';
+import { createChecks } from './check.js';
+import type { Decision } from './decision.js';
 import { type Duration, describe, parseDuration } from './duration.js';
-import { keyHead, resolvePrefix } from './keys.js';
+import { resolvePrefix } from './keys.js';
 import {
   createOverrideAdmin,
   createOverrideCache,
-  type KnownOverride,
   type Override,
   type OverrideEntry,
   type OverrideOptions,
-  resolveOverride,
 } from './overrides.js';
 import { resolvePlans } from './plans.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
@@ -143,12 +142,8 @@ const LIMITER_OPTIONS = new Set([
   'breaker',
   'denyCache',
 ]);
-const MAX_COST = Number.MAX_SAFE_INTEGER;
 /** Overrides remembered per process; a key past it costs one extra round trip on its next check. */
 const OVERRIDE_CACHE_KEYS = 10_000;
-/** Checks sent with the override this process knows before deciding without comparing it. */
-const OVERRIDE_ATTEMPTS = 2;
-const NO_RULES: readonly ResolvedRule[] = Object.freeze([]);
 
 /**
  * Creates a limiter.
@@ -208,105 +203,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
     clock,
   );
 
-  function head(key: unknown): string {
-    if (typeof key !== 'string' || key.length === 0) {
-      throw new TypeError(`key: expected a non-empty string, got ${describe(key)}`);
-    }
-    return keyHead(prefix, key);
-  }
-
-  /** Denials are cached per plan: one key may be checked under several. */
-  function denyKey(keyHeadValue: string, plan: string | undefined): string {
-    return plan === undefined ? keyHeadValue : `${keyHeadValue}|${plan}`;
-  }
-
-  function forgetDenials(keyHeadValue: string): void {
-    denyCache?.forget(keyHeadValue);
-    for (const plan of plans.names) denyCache?.forget(denyKey(keyHeadValue, plan));
-  }
-
-  /** Takes in an override the store says `key` now has (undefined: none). */
-  function learn(key: string, keyHeadValue: string, value: string | undefined): KnownOverride | undefined {
-    if (value === undefined) {
-      overrides.delete(keyHeadValue);
-      return undefined;
-    }
-    let known: KnownOverride;
-    try {
-      known = resolveOverride(value, plans);
-    } catch (cause) {
-      emitter.emit('invalidOverride', { key, value, cause });
-      known = { value, block: false, set: undefined, expiresAt: undefined };
-    }
-    overrides.set(keyHeadValue, known);
-    return known;
-  }
-
-  async function evaluate(
-    key: string,
-    options: CheckOptions | undefined,
-    consume: boolean,
-  ): Promise<Decision> {
-    const cost = options?.cost === undefined ? 1 : positiveInteger(options.cost, 'cost', MAX_COST);
-    const keyHeadValue = head(key);
-    const planned = plans.select(options?.plan);
-    let known = overrides.get(keyHeadValue);
-    for (let attempt = 1; ; attempt++) {
-      // Past the attempts (the override changed again meanwhile), decide with the latest one seen.
-      const seen = attempt <= OVERRIDE_ATTEMPTS ? (known?.value ?? '') : undefined;
-      const set = known?.set ?? planned;
-      const rules = known?.block === true ? NO_RULES : set.rules;
-      // Keys with an override skip the deny cache, so clearing a block is seen at once.
-      const cacheKey = known === undefined ? denyKey(keyHeadValue, set.plan) : undefined;
-      // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
-      if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
-        const cached = denyCache.get(cacheKey, cost, clock());
-        if (cached !== undefined) return cached;
-      }
-      const { raw, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
-      if ('overrideChanged' in raw) {
-        known = learn(key, keyHeadValue, raw.value);
-        continue;
-      }
-      if (known !== undefined && seen !== undefined && degraded === false) {
-        const remaining = raw[rules.length * RAW_FIELDS] as number;
-        known.expiresAt = remaining < 0 ? undefined : clock() + remaining;
-      }
-      if (known?.block === true) return blocked(known, degraded);
-      const decision = decide(rules, raw, cost, degraded, set.plan);
-      if (consume && decision.allowed) {
-        const tokens = rules.map((_, i) => raw[i * RAW_FIELDS + 5] as number);
-        const where = degraded === false ? 'store' : typeof policy === 'object' ? 'fallback' : undefined;
-        tickets.issue(decision, { head: keyHeadValue, rules, reserved: cost, tokens, where, settled: false });
-      }
-      if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
-        denyCache.remember(cacheKey, cost, decision, clock());
-      }
-      return decision;
-    }
-  }
-
-  /** A blocked key's decision: denied until the block expires (Infinity: until cleared). */
-  function blocked(known: KnownOverride, degraded: Degraded): Decision {
-    const left = known.expiresAt === undefined ? undefined : Math.max(1, known.expiresAt - clock());
-    const view = {
-      rule: 'override.block',
-      allowed: false,
-      limit: 0,
-      windowMs: left ?? 0,
-      remaining: 0,
-      resetMs: left ?? 0,
-      retryAfterMs: left ?? Number.POSITIVE_INFINITY,
-    };
-    return { ...view, rules: [view], degraded };
-  }
-
-  /** Every stored rule of `key`: all plans', and its override's if this process knows one. */
-  function storedRules(keyHeadValue: string): readonly ResolvedRule[] {
-    const extra = overrides.get(keyHeadValue)?.set?.rules ?? [];
-    const missing = extra.filter((rule) => !plans.stored.some((other) => other.keyTail === rule.keyTail));
-    return missing.length === 0 ? plans.stored : [...plans.stored, ...missing];
-  }
+  const checks = createChecks({
+    prefix,
+    plans,
+    caller,
+    denyCache,
+    overrides,
+    tickets,
+    clock,
+    fallbackStore: typeof policy === 'object',
+    invalidOverride: (info) => emitter.emit('invalidOverride', info),
+  });
+  const { head, forgetDenials } = checks;
 
   const limiter: Limiter = {
     prefix,
@@ -318,10 +226,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
         : Object.fromEntries(plans.sets.map((set) => [set.plan, set.rules.map(describeRule)])),
     defaultPlan: plans.defaultPlan,
     check: function check(key, options) {
-      return evaluate(key, options, true);
+      return checks.evaluate(key, options, true);
     },
     peek: function peek(key, options) {
-      return evaluate(key, options, false);
+      return checks.evaluate(key, options, false);
     },
     settle: async function settle(decision, actual) {
       const units = actualCost(actual);
@@ -337,7 +245,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     reset: async function reset(key) {
       const keyHeadValue = head(key);
       forgetDenials(keyHeadValue);
-      const rules = storedRules(keyHeadValue);
+      const rules = checks.storedRules(keyHeadValue);
       await store.reset(keyHeadValue, rules);
       if (typeof policy === 'object') await policy.reset(keyHeadValue, rules);
     },

@@ -14,7 +14,8 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
     it(specCase.name, async () => {
       let now = BASE_TIME;
       // The deny cache answers repeated denials locally with the binding rule's numbers only; the
-      // table pins every rule's exact view, so it runs against the store alone.
+      // table pins every rule's exact view, so it runs against the store alone. The deadline is
+      // generous: a loaded machine must not turn a slow answer into a fail-open decision here.
       const limiter = createLimiter({
         store: makeStore(() => now),
         ...(specCase.plans === undefined
@@ -22,6 +23,7 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
           : { plans: specCase.plans, defaultPlan: specCase.defaultPlan }),
         prefix: keyPrefix,
         denyCache: false,
+        timeout: '5s',
       });
       const key = `case-${index}`;
       const decisions: Decision[] = [];

@@ -41,7 +41,7 @@ function twoProcesses(stores: (clock: () => number) => [Store, Store]) {
   const [first, second] = stores(() => clock.now);
   const prefix = `ov${prefixes++}`;
   const make = (store: Store): Limiter =>
-    createLimiter({ store, plans: PLANS, defaultPlan: 'free', prefix, denyCache: false });
+    createLimiter({ store, plans: PLANS, defaultPlan: 'free', prefix, denyCache: false, timeout: '5s' });
   return { clock, a: make(first), b: make(second), stores: [first, second] as const, prefix };
 }
 
@@ -250,6 +250,7 @@ describe('overrides on Redis: round trips and the deny cache', () => {
         plans: PLANS,
         defaultPlan: 'free',
         prefix,
+        timeout: '5s',
       });
     const a = make(io);
     const b = make(node);

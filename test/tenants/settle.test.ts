@@ -31,7 +31,12 @@ const setups = [
 
 describe.each(setups)('settle on the $name', ({ store }) => {
   function limiter(): Limiter {
-    return createLimiter({ store: store(() => BASE), rules: RULES, prefix: `settle${prefixes++}` });
+    return createLimiter({
+      store: store(() => BASE),
+      rules: RULES,
+      prefix: `settle${prefixes++}`,
+      timeout: '5s',
+    });
   }
 
   it('gives back and charges the difference', async () => {
@@ -102,7 +107,12 @@ describe('settle on Redis: round trips, the deny cache and failures', () => {
   }
 
   it('is one script call, none when the estimate was right', async () => {
-    const llm = createLimiter({ store: redisStore({ client: io }), rules: RULES, prefix: `rt${prefixes++}` });
+    const llm = createLimiter({
+      store: redisStore({ client: io }),
+      rules: RULES,
+      prefix: `rt${prefixes++}`,
+      timeout: '5s',
+    });
     const exact = await llm.check('org', { cost: 10 });
     const off = await llm.check('org', { cost: 10 });
     const before = await scriptCalls();
@@ -118,6 +128,7 @@ describe('settle on Redis: round trips, the deny cache and failures', () => {
       store: redisStore({ client: io, clock: () => clock.now }),
       rules: { algorithm: 'fixed-window', limit: 10, window: '1h' },
       prefix: `dc${prefixes++}`,
+      timeout: '5s',
     });
     const big = await llm.check('org', { cost: 10 });
     expect((await llm.check('org')).allowed).toBe(false);
@@ -158,7 +169,7 @@ describe('settle on Redis: round trips, the deny cache and failures', () => {
     const client = new Redis(own.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     client.on('error', () => {});
     try {
-      const llm = createLimiter({ store: redisStore({ client }), rules: RULES, timeout: 200 });
+      const llm = createLimiter({ store: redisStore({ client }), rules: RULES, timeout: '1s' });
       const errors: unknown[] = [];
       llm.on('storeError', (cause) => errors.push(cause));
       const decision = await llm.check('org', { cost: 50 });
