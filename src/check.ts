@@ -90,6 +90,11 @@ export function createChecks(context: CheckContext): Checks {
     const keyHeadValue = head(key);
     const planned = plans.select(options?.plan);
     let known = overrides.get(keyHeadValue);
+    // Past its expiry as last reported: ask the store afresh (it answers "changed" if it still has one).
+    if (known?.expiresAt !== undefined && known.expiresAt <= clock()) {
+      overrides.delete(keyHeadValue);
+      known = undefined;
+    }
     for (let attempt = 1; ; attempt++) {
       // Past the attempts (the override changed again meanwhile), decide with the latest one seen.
       const seen = attempt <= OVERRIDE_ATTEMPTS ? (known?.value ?? '') : undefined;

@@ -268,4 +268,36 @@ describe('overrides on Redis: round trips and the deny cache', () => {
     clock.now += 1;
     expect(await a.check('t')).toMatchObject({ allowed: true, rule: 'pro.minute', plan: 'pro' });
   });
+
+  it('while Redis is down, a process keeps applying the block it knows, until its expiry', async () => {
+    const own = await startRedisServer();
+    const client = new Redis(own.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    client.on('error', () => {});
+    try {
+      const clock = { now: BASE };
+      const limiter = createLimiter({
+        store: redisStore({ client, clock: () => clock.now }),
+        onStoreError: memoryStore({ clock: () => clock.now }),
+        plans: PLANS,
+        defaultPlan: 'free',
+        timeout: '1s',
+      });
+      await limiter.setOverride('t', { block: true }, { ttl: '1m' });
+      expect(await limiter.check('t')).toMatchObject({
+        allowed: false,
+        retryAfterMs: MINUTE,
+        degraded: false,
+      });
+      await own.stop();
+      clock.now += 1000;
+      const during = await limiter.check('t');
+      expect(during).toMatchObject({ allowed: false, rule: 'override.block', retryAfterMs: MINUTE - 1000 });
+      expect(during.degraded).not.toBe(false);
+      clock.now += MINUTE - 1000;
+      expect(await limiter.check('t')).toMatchObject({ allowed: true, rule: 'free.minute' });
+    } finally {
+      client.disconnect();
+      await own.stop();
+    }
+  });
 });
