@@ -306,7 +306,7 @@ function resolveBreaker(breaker: LimiterOptions['breaker']) {
   }
   const failures = positiveInteger(breaker?.failures ?? 5, 'breaker.failures', 1_000_000);
   const cooldownMs = parseDuration(breaker?.cooldown ?? '500ms', 'breaker.cooldown');
-  return createCircuitBreaker(failures, cooldownMs);
+  return () => createCircuitBreaker(failures, cooldownMs);
 }
 
 function resolveDenyCache(option: LimiterOptions['denyCache']): DenyCache | undefined {

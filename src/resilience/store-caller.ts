@@ -63,7 +63,7 @@ export function createStoreCaller(
   store: Store,
   timeoutMs: number,
   policy: StoreErrorPolicy,
-  breaker: CircuitBreaker | undefined,
+  newBreaker: (() => CircuitBreaker) | undefined,
   events: StoreCallerEvents,
   clock: () => number,
 ): StoreCaller {
@@ -78,6 +78,20 @@ export function createStoreCaller(
         return true;
       },
     };
+  }
+  // One breaker per cluster slot when the store is partitioned: a failed node must not cut off
+  // the keys that healthy nodes serve. At most 16,384 slots, so the map stays bounded.
+  const single = newBreaker?.();
+  const perShard = new Map<number, CircuitBreaker>();
+  function breakerFor(head: string): CircuitBreaker | undefined {
+    if (newBreaker === undefined || store.shardOf === undefined) return single;
+    const shard = store.shardOf(head);
+    let breaker = perShard.get(shard);
+    if (breaker === undefined) {
+      breaker = newBreaker();
+      perShard.set(shard, breaker);
+    }
+    return breaker;
   }
   let healthy = true;
 
@@ -100,7 +114,7 @@ export function createStoreCaller(
       return { raw: await policy.evaluate(head, rules, cost, consume), degraded: reason };
     }
     const raw: number[] = [];
-    const waitMs = Math.max(1, breaker?.retryInMs(clock()) ?? 0, timeoutMs);
+    const waitMs = Math.max(1, breakerFor(head)?.retryInMs(clock()) ?? 0, timeoutMs);
     for (const rule of rules) {
       // 'open' admits as if the key were fresh; 'closed' denies with a wait until the next probe.
       if (policy === 'open') raw.push(1, rule.capacity, 0, 0, 0, 0);
@@ -110,7 +124,8 @@ export function createStoreCaller(
   }
 
   /** Runs one store call within the deadline, unless the circuit is open; never throws. */
-  async function attempt<T>(work: () => Promise<T>): Promise<Attempt<T>> {
+  async function attempt<T>(head: string, work: () => Promise<T>): Promise<Attempt<T>> {
+    const breaker = breakerFor(head);
     if (breaker !== undefined && !breaker.allow(clock())) return { ok: false, reason: 'unavailable' };
     let outcome: T | typeof TIMED_OUT;
     try {
@@ -135,7 +150,9 @@ export function createStoreCaller(
 
   return {
     async call(head, rules, cost, consume, overrideSeen) {
-      const outcome = await attempt(async () => store.evaluate(head, rules, cost, consume, overrideSeen));
+      const outcome = await attempt(head, async () =>
+        store.evaluate(head, rules, cost, consume, overrideSeen),
+      );
       if (!outcome.ok) return fallback(outcome.reason, head, rules, cost, consume);
       return { raw: outcome.value, degraded: false };
     },
@@ -145,7 +162,7 @@ export function createStoreCaller(
         await policy.settle(head, rules, reserved, actual, tokens);
         return true;
       }
-      return (await attempt(() => store.settle(head, rules, reserved, actual, tokens))).ok;
+      return (await attempt(head, () => store.settle(head, rules, reserved, actual, tokens))).ok;
     },
   };
 }

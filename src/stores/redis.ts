@@ -20,6 +20,7 @@ import {
   type ScriptRunner,
   toScriptRunner,
 } from './redis-client.js';
+import { hashSlot } from './slot.js';
 import type { Store, StoredOverride } from './types.js';
 
 export interface RedisStoreOptions {
@@ -113,6 +114,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   return {
     kind: 'redis',
     ...(clock === undefined ? {} : { clock }),
+    ...(runner.partitioned === true ? { shardOf: hashSlot } : {}),
     async evaluate(head, rules, cost, consume, overrideSeen) {
       const described = describeRules(rules);
       const seen = overrideSeen ?? '*';

@@ -42,6 +42,11 @@ export interface Store {
    */
   readonly clock?: () => number;
   /**
+   * For stores spread over independent nodes (Redis Cluster): which part serves `head`. The
+   * limiter then keeps its circuit breaker per part, so one failed node does not cut off others.
+   */
+  shardOf?(head: string): number;
+  /**
    * Evaluates every rule for the key whose Redis-style head is `head` (see keys.ts) and, when
    * `consume` is set and all rules allow, consumes `cost` from each, atomically.
    * Returns (or resolves to) RAW_FIELDS numbers per rule (see decision.ts); in-process stores

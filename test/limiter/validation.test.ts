@@ -326,7 +326,9 @@ describe('invalid per-request input fails at check, peek and reset', () => {
     await expect(limiter.check('typo', { cots: 5 } as never)).rejects.toThrow(
       "check options: unknown option 'cots'; the options are cost, plan",
     );
-    await expect(limiter.peek('typo', 5 as never)).rejects.toThrow('check options: expected { cost?, plan? }, got 5');
+    await expect(limiter.peek('typo', 5 as never)).rejects.toThrow(
+      'check options: expected { cost?, plan? }, got 5',
+    );
     expect((await limiter.peek('typo')).remaining).toBe(9);
   });
 
