@@ -3,6 +3,7 @@
  * another cluster slot, cannot collide with one another and stay bounded in size; every key
  * of one user key shares one hash tag (the encoded user key) and therefore one slot.
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { createLimiter, redisStore } from '../src/index.js';
 import { encodeKey, keyHead, MAX_ENCODED_KEY } from '../src/keys.js';
 import { crc16, hashTag, keySlot } from './support/crc16.js';
 import { type RedisServer, startRedisServer } from './support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from './support/timeouts.js';
 
 const ENCODED_ALPHABET = /^[A-Za-z0-9_.:@/+=~%-]+$/;
 const DIGEST = /^#[A-Za-z0-9_-]{43}$/;
@@ -241,6 +243,7 @@ describe('on real Redis servers', () => {
 
   it('every key written for one user key shares its slot and carries its encoding as hash tag', async () => {
     const limiter = createLimiter({
+      timeout: SLOW_MACHINE_TIMEOUT,
       store: redisStore({ client }),
       prefix: 'kt',
       rules: [

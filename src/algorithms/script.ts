@@ -3,15 +3,18 @@
  * driver, settling and the override plumbing live here once; each algorithm contributes only its
  * evaluator and settler.
  *
- * ARGV[1] is the mode. Modes on one user key (every key shares its hash tag, so one slot):
- *   'c' check, 'p' peek: KEYS = the key's override key, then each rule's keys in rule order.
- *       ARGV: mode, cost, now (ms, or -1 for the server's TIME), seen, rule count, then per rule:
- *       algorithm code, limit, windowMs, capacity, token (0). `seen` is the override the caller
- *       knows ('' for none, '*' to skip the comparison).
- *       Reply: if the key's override is not `seen`, { 'override', current ('' for none) } and
- *       nothing is evaluated. Otherwise per rule allowed (0/1), remaining, resetMs, retryAfterMs
- *       (-1: never), resetAfterMs, token; then, when `seen` is an override, its remaining ms (-1:
- *       no expiry).
+ * ARGV[1] is the mode.
+ *   'b' a batch of checks and peeks, on one clock (one TIME call), all in one atomic call. On a
+ *       cluster every key of a batch shares one slot. KEYS, per check: the key's override key,
+ *       then each rule's keys in rule order. ARGV: 'b', check count, now (ms, or -1 for the
+ *       server's TIME), then per check: 'c' (check) or 'p' (peek), cost, seen, rule count, then
+ *       per rule: algorithm code, limit, windowMs, capacity, token (0). `seen` is the override
+ *       the caller knows ('' for none, '*' to skip the comparison).
+ *       Reply: one array per check. If the key's override is not `seen`: { 'override', current
+ *       ('' for none) } and nothing is evaluated. Otherwise per rule allowed (0/1), remaining,
+ *       resetMs, retryAfterMs (-1: never), resetAfterMs, token; then, when `seen` is an
+ *       override, its remaining ms (-1: no expiry).
+ * Modes on one user key (every key shares its hash tag, so one slot):
  *   's' settle: KEYS as for a check. ARGV: mode, reserved cost, now, actual cost, rule count,
  *       then per rule: code, limit, windowMs, capacity, the token its check returned.
  *   'r' reset: KEYS as for a check; deletes the rule keys (not the override).
@@ -108,44 +111,58 @@ if mode == 's' then
   return 1
 end
 
--- Check or peek. First: is the key's override still the one the caller decided with?
-local seen, overrideRemaining = ARGV[4], nil
-if seen ~= '*' then
-  local current, remaining = '', -1
-  local stored = redis.call('GET', KEYS[1])
-  if stored then
-    local value, left = liveOverride(stored)
-    if value then current, remaining = value, left end
+-- One check or peek of one user key. Its keys start at KEYS[k] (the override key), its rules'
+-- arguments at ARGV[a]. Returns the reply and where the next check's keys and arguments start.
+local function checkOne(k, a, mode, cost, seen, ruleCount)
+  -- First: is the key's override still the one the caller decided with?
+  local overrideRemaining = nil
+  if seen ~= '*' then
+    local current, remaining = '', -1
+    local stored = redis.call('GET', KEYS[k])
+    if stored then
+      local value, left = liveOverride(stored)
+      if value then current, remaining = value, left end
+    end
+    if current ~= seen then
+      for i = 1, ruleCount do k = k + KEY_COUNTS[tonumber(ARGV[a + (i - 1) * 5])] end
+      return { 'override', current }, k + 1, a + ruleCount * 5
+    end
+    if seen ~= '' then overrideRemaining = remaining end
   end
-  if current ~= seen then return { 'override', current } end
-  if seen ~= '' then overrideRemaining = remaining end
+  k = k + 1
+  -- Evaluate every rule first; consume only if all of them allow the request.
+  local reply, commits, allAllowed = {}, {}, true
+  for i = 1, ruleCount do
+    local code = tonumber(ARGV[a])
+    local allowed, remaining, reset, retry, resetAfter, token, commit =
+      EVALUATORS[code](k, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
+    local n = #reply
+    reply[n + 1] = allowed and 1 or 0
+    reply[n + 2] = remaining
+    reply[n + 3] = reset
+    reply[n + 4] = retry
+    reply[n + 5] = resetAfter
+    reply[n + 6] = token
+    commits[i] = commit
+    allAllowed = allAllowed and allowed
+    k = k + KEY_COUNTS[code]
+    a = a + 5
+  end
+  if allAllowed and mode == 'c' then
+    for i = 1, #commits do commits[i]() end
+  end
+  if overrideRemaining then reply[#reply + 1] = overrideRemaining end
+  return reply, k, a
 end
 
-local cost = tonumber(ARGV[2])
--- Evaluate every rule first; consume only if all of them allow the request.
-local reply, commits, allAllowed = {}, {}, true
-local k, a = 2, 6
-for i = 1, tonumber(ARGV[5]) do
-  local code = tonumber(ARGV[a])
-  local allowed, remaining, reset, retry, resetAfter, token, commit =
-    EVALUATORS[code](k, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
-  local n = #reply
-  reply[n + 1] = allowed and 1 or 0
-  reply[n + 2] = remaining
-  reply[n + 3] = reset
-  reply[n + 4] = retry
-  reply[n + 5] = resetAfter
-  reply[n + 6] = token
-  commits[i] = commit
-  allAllowed = allAllowed and allowed
-  k = k + KEY_COUNTS[code]
-  a = a + 5
+-- 'b': a batch of checks and peeks, on one clock, each with its own reply.
+local replies, k, a = {}, 1, 4
+for c = 1, tonumber(ARGV[2]) do
+  local reply
+  reply, k, a = checkOne(k, a + 4, ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]))
+  replies[c] = reply
 end
-if allAllowed and mode == 'c' then
-  for i = 1, #commits do commits[i]() end
-end
-if overrideRemaining then reply[#reply + 1] = overrideRemaining end
-return reply
+return replies
 `;
 
 export const CHECK_SCRIPT_SHA = createHash('sha1').update(CHECK_SCRIPT).digest('hex');

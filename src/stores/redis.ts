@@ -1,5 +1,6 @@
 /**
- * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock.
+ * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock;
+ * checks issued together share that call (see redis-batch.ts).
  * The script is called by SHA; only when the server answers NOSCRIPT is it sent in full (which
  * also caches it again). On a cluster, a TRYAGAIN answer (the key's slot is mid-migration) is
  * retried after a short pause. Both answers mean the script did not run; any other failure is
@@ -13,6 +14,7 @@ import { describe } from '../duration.js';
 import { keyHead, overrideKey, overrideRegistryKey } from '../keys.js';
 import type { ResolvedRule } from '../rules.js';
 import { rejectUnknownOptions } from './options.js';
+import { createBatcher } from './redis-batch.js';
 import {
   isNoScriptError,
   isTryAgainError,
@@ -110,16 +112,18 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
+  const shardOf = runner.partitioned === true ? hashSlot : undefined;
+  const batcher = createBatcher(run, now, shardOf);
 
   return {
     kind: 'redis',
     ...(clock === undefined ? {} : { clock }),
-    ...(runner.partitioned === true ? { shardOf: hashSlot } : {}),
+    ...(shardOf === undefined ? {} : { shardOf }),
     async evaluate(head, rules, cost, consume, overrideSeen) {
       const described = describeRules(rules);
       const seen = overrideSeen ?? '*';
-      const args = [consume ? 'c' : 'p', String(cost), now(), seen, String(rules.length), ...described.args];
-      const reply = await run(ruleKeys(head, described.suffixes), args);
+      const args = [consume ? 'c' : 'p', String(cost), seen, String(rules.length), ...described.args];
+      const reply = await batcher.enqueue(head, ruleKeys(head, described.suffixes), args);
       if (Array.isArray(reply) && reply[0] === 'override' && reply.length === 2) {
         const value = String(reply[1]);
         return { overrideChanged: true, value: value === '' ? undefined : value };

@@ -4,6 +4,7 @@
  * check for any rule combination, the slot spread of client-chosen keys, and the per-node
  * script cache.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHECK_SCRIPT } from '../../src/algorithms/script.js';
 import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
@@ -19,6 +20,7 @@ import {
   type SlotRange,
   startRedisCluster,
 } from '../support/redis-cluster.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 import { type ClusterClients, connectClients } from './clients.js';
 import { clientKeys, redisKeys, VICTIM } from './keys.js';
 
@@ -243,7 +245,12 @@ describe('the script cache is per node', () => {
 
     expect(errors).toEqual([]);
     expect(allowed).toBe(total);
-    const limiter = createLimiter({ rules, store: clients.stores[0]?.store, prefix: 'flush' });
+    const limiter = createLimiter({
+      timeout: SLOW_MACHINE_TIMEOUT,
+      rules,
+      store: clients.stores[0]?.store,
+      prefix: 'flush',
+    });
     for (const key of keys) {
       const decision = await limiter.peek(key);
       // A peek reports what a check would leave: one less than what is left now.

@@ -3,12 +3,14 @@
  * script): decisions line up with the server's time, and a caller whose own clock is seconds
  * off gets exactly the decisions of a caller whose clock is right.
  */
+
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AlgorithmName, createLimiter, type Decision, redisStore } from '../../src/index.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { redisTimeMs, withinOneWindow } from '../support/redis-time.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra'];
 const HOUR = 3_600_000;
@@ -39,7 +41,11 @@ function skewDateNow(skew: () => number): void {
 }
 
 function limiterFor(algorithm: AlgorithmName, limit: number, window: number) {
-  return createLimiter({ store: redisStore({ client }), rules: { name: 'r', algorithm, limit, window } });
+  return createLimiter({
+    timeout: SLOW_MACHINE_TIMEOUT,
+    store: redisStore({ client }),
+    rules: { name: 'r', algorithm, limit, window },
+  });
 }
 
 describe('decisions on the Redis server clock', () => {

@@ -4,11 +4,13 @@
  * is equivalent to none) and never shorter; keys are O(1) per rule (sliding-log: two keys,
  * with at most `limit` entries); and each key is small.
  */
+
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type AlgorithmName, createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra'];
 const KEYS_PER_RULE: Record<AlgorithmName, number> = {
@@ -53,7 +55,12 @@ async function snapshot(): Promise<Record<string, unknown>> {
 }
 
 function limiterFor(rules: RuleOptions | RuleOptions[], clock?: () => number) {
-  return createLimiter({ store: redisStore({ client, ...(clock ? { clock } : {}) }), prefix: 'exp', rules });
+  return createLimiter({
+    timeout: SLOW_MACHINE_TIMEOUT,
+    store: redisStore({ client, ...(clock ? { clock } : {}) }),
+    prefix: 'exp',
+    rules,
+  });
 }
 
 describe('TTLs', () => {

@@ -10,6 +10,7 @@
  * state, which is what the memory store (which drops it) sees. Real expiry is tested in
  * redis-expiry.test.ts.
  */
+
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -17,6 +18,7 @@ import { createLimiter, type Decision, memoryStore, redisStore } from '../../src
 import { ALGORITHMS, ruleArb, ruleSetArb, type Scenario, scenarioArb } from '../algorithms/arbitraries.js';
 import { persistingIoRedisRunner } from '../support/persisting-runner.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
 let server: RedisServer;
 let client: Redis;
@@ -47,8 +49,13 @@ it('random sequences get identical decisions from memoryStore and redisStore on 
       let now = start;
       const clock = () => now;
       const options = { rules: rules.map((rule) => rule.options), prefix: 'rvm' };
-      const memory = createLimiter({ ...options, store: memoryStore({ clock }) });
+      const memory = createLimiter({
+        timeout: SLOW_MACHINE_TIMEOUT,
+        ...options,
+        store: memoryStore({ clock }),
+      });
       const redis = createLimiter({
+        timeout: SLOW_MACHINE_TIMEOUT,
         ...options,
         store: redisStore({ client: persistingIoRedisRunner(client), clock }),
         // The deny cache answers repeats locally; this compares the stores themselves.

@@ -4,9 +4,11 @@
  * runs `checks` checks of one key (`concurrency` in flight at once) with this process's
  * Date.now skewed by `skewMs`, and prints one JSON line of counts. It exits when stdin ends.
  */
+
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { type AlgorithmName, createLimiter, redisStore } from '../../src/index.js';
+import { SLOW_MACHINE_TIMEOUT } from './timeouts.js';
 
 export interface HammerJob {
   id: number;
@@ -38,6 +40,7 @@ const store = redisStore({ client });
 async function hammer(job: HammerJob): Promise<HammerResult> {
   skewMs = job.skewMs;
   const limiter = createLimiter({
+    timeout: SLOW_MACHINE_TIMEOUT,
     store,
     prefix: 'hammer',
     rules: { name: 'r', algorithm: job.algorithm, limit: job.limit, window: job.window },

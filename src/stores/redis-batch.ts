@@ -1,0 +1,90 @@
+/**
+ * Batching for the Redis store: checks issued in the same turn of the event loop travel in one
+ * script call (one command to write, parse and run, one TIME on the server), whatever the
+ * client's own pipelining settings. On a cluster a batch only holds keys of one hash slot, so it
+ * still runs on one node. A failed call fails every check in it; none is ever re-sent.
+ */
+
+/** Checks per script call at most: long enough to amortise, short enough not to stall Redis. */
+const MAX_BATCH = 128;
+
+interface Pending {
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+  resolve(reply: unknown): void;
+  reject(error: unknown): void;
+}
+
+export interface Batcher {
+  /** Queues one check (its keys, and its arguments after the batch header); resolves with its reply. */
+  enqueue(head: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+}
+
+/**
+ * @param run sends one script call (KEYS, ARGV) and resolves with its reply.
+ * @param now the `now` argument for a batch: '-1' for the server's clock.
+ * @param shardOf the cluster slot of a key head, when the store is partitioned.
+ */
+export function createBatcher(
+  run: (keys: string[], args: string[]) => Promise<unknown>,
+  now: () => string,
+  shardOf: ((head: string) => number) | undefined,
+): Batcher {
+  const queues = new Map<number, Pending[]>();
+  let scheduled = false;
+
+  function flush(): void {
+    scheduled = false;
+    for (const [shard, queue] of queues) {
+      queues.delete(shard);
+      for (let start = 0; start < queue.length; start += MAX_BATCH)
+        send(queue.slice(start, start + MAX_BATCH));
+    }
+  }
+
+  function send(batch: Pending[]): void {
+    const keys: string[] = [];
+    const args: string[] = ['b', String(batch.length), now()];
+    for (const pending of batch) {
+      for (const key of pending.keys) keys.push(key);
+      for (const arg of pending.args) args.push(arg);
+    }
+    run(keys, args).then(
+      (replies) => {
+        if (!Array.isArray(replies) || replies.length !== batch.length) {
+          const error = new Error(
+            `floodgate: unexpected reply from the Redis script for ${batch.length} checks`,
+          );
+          for (const pending of batch) pending.reject(error);
+          return;
+        }
+        batch.forEach((pending, i) => {
+          pending.resolve(replies[i]);
+        });
+      },
+      (error: unknown) => {
+        for (const pending of batch) pending.reject(error);
+      },
+    );
+  }
+
+  return {
+    enqueue(head, keys, args) {
+      return new Promise((resolve, reject) => {
+        const shard = shardOf === undefined ? 0 : shardOf(head);
+        let queue = queues.get(shard);
+        if (queue === undefined) {
+          queue = [];
+          queues.set(shard, queue);
+        }
+        queue.push({ keys, args, resolve, reject });
+        if (!scheduled) {
+          scheduled = true;
+          // After the current I/O callbacks and their promise continuations: every check they
+          // issue joins this batch.
+          setImmediate(flush);
+        }
+      });
+    },
+  };
+}
