@@ -31,13 +31,24 @@
 import { createHash } from 'node:crypto';
 import { ALGORITHM_NAMES, ALGORITHMS } from './index.js';
 
-const algorithms = ALGORITHM_NAMES.map((name) => ALGORITHMS[name].lua.trim()).join('\n\n');
-const keyCounts = ALGORITHM_NAMES.map((name) => {
-  const algorithm = ALGORITHMS[name];
-  return `[${algorithm.code}] = ${algorithm.keySuffixes.length}`;
-}).join(', ');
+/**
+ * The script for a set of algorithms: the shared driver plus only those algorithms' evaluators
+ * and settlers. Redis runs a script's whole body on every call, so a limiter that uses one
+ * algorithm should not pay for defining the other four.
+ */
+function buildScript(codes: readonly number[]): string {
+  const chosen = ALGORITHM_NAMES.map((name) => ALGORITHMS[name]).filter((algorithm) =>
+    codes.includes(algorithm.code),
+  );
+  const algorithms = chosen.map((algorithm) => algorithm.lua.trim()).join('\n\n');
+  const keyCounts = chosen
+    .map((algorithm) => `[${algorithm.code}] = ${algorithm.keySuffixes.length}`)
+    .join(', ');
+  // Replacer functions: the Lua contains `$'`, which a replacement string would expand.
+  return TEMPLATE.replace('__KEY_COUNTS__', () => keyCounts).replace('__ALGORITHMS__', () => algorithms);
+}
 
-export const CHECK_SCRIPT = `-- floodgate: every operation on one key, rules all or nothing
+const TEMPLATE = `-- floodgate: every operation on one key, rules all or nothing
 local mode = ARGV[1]
 if mode == 'r' then return redis.call('DEL', unpack(KEYS, 2)) end
 if mode == 'x' then return redis.call('DEL', KEYS[1]) end
@@ -89,14 +100,14 @@ end
 
 local NEVER = -1
 local EVALUATORS, SETTLERS = {}, {}
-local KEY_COUNTS = { ${keyCounts} }
+local KEY_COUNTS = { __KEY_COUNTS__ }
 -- Usage after a settle: a refund stops at zero, a charge at most (never lowering usage above it).
 local function adjust(used, delta, most)
   if delta < 0 then return math.max(0, used + delta) end
   return math.max(used, math.min(used + delta, most))
 end
 
-${algorithms}
+__ALGORITHMS__
 
 if mode == 's' then
   local reserved = tonumber(ARGV[2])
@@ -165,4 +176,28 @@ end
 return replies
 `;
 
-export const CHECK_SCRIPT_SHA = createHash('sha1').update(CHECK_SCRIPT).digest('hex');
+export interface Script {
+  readonly text: string;
+  readonly sha: string;
+}
+
+const scripts = new Map<string, Script>();
+
+/** The script (and its SHA) for the given algorithm codes; built once per combination. */
+export function scriptFor(codes: readonly number[]): Script {
+  const sorted = [...new Set(codes)].sort((a, b) => a - b);
+  const id = sorted.join(',');
+  let script = scripts.get(id);
+  if (script === undefined) {
+    const text = buildScript(sorted);
+    script = { text, sha: createHash('sha1').update(text).digest('hex') };
+    scripts.set(id, script);
+  }
+  return script;
+}
+
+/** The script with every algorithm (what SHA pins and whole-cluster preloads refer to). */
+export const CHECK_SCRIPT = scriptFor(ALGORITHM_NAMES.map((name) => ALGORITHMS[name].code)).text;
+export const CHECK_SCRIPT_SHA = scriptFor(ALGORITHM_NAMES.map((name) => ALGORITHMS[name].code)).sha;
+/** The script without algorithms, for operations that evaluate no rule (reset, overrides). */
+export const BASE_SCRIPT = scriptFor([]);

@@ -4,11 +4,13 @@
  * client's own pipelining settings. On a cluster a batch only holds keys of one hash slot, so it
  * still runs on one node. A failed call fails every check in it; none is ever re-sent.
  */
+import type { Script } from '../algorithms/script.js';
 
 /** Checks per script call at most: long enough to amortise, short enough not to stall Redis. */
 const MAX_BATCH = 128;
 
 interface Pending {
+  readonly script: Script;
   readonly keys: readonly string[];
   readonly args: readonly string[];
   resolve(reply: unknown): void;
@@ -17,26 +19,27 @@ interface Pending {
 
 export interface Batcher {
   /** Queues one check (its keys, and its arguments after the batch header); resolves with its reply. */
-  enqueue(head: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  enqueue(head: string, script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown>;
 }
 
 /**
- * @param run sends one script call (KEYS, ARGV) and resolves with its reply.
+ * @param run sends one call of a script (KEYS, ARGV) and resolves with its reply.
  * @param now the `now` argument for a batch: '-1' for the server's clock.
  * @param shardOf the cluster slot of a key head, when the store is partitioned.
  */
 export function createBatcher(
-  run: (keys: string[], args: string[]) => Promise<unknown>,
+  run: (script: Script, keys: string[], args: string[]) => Promise<unknown>,
   now: () => string,
   shardOf: ((head: string) => number) | undefined,
 ): Batcher {
-  const queues = new Map<number, Pending[]>();
+  // By shard and script: a batch runs one script, on one node.
+  const queues = new Map<string, Pending[]>();
   let scheduled = false;
 
   function flush(): void {
     scheduled = false;
-    for (const [shard, queue] of queues) {
-      queues.delete(shard);
+    for (const [id, queue] of queues) {
+      queues.delete(id);
       for (let start = 0; start < queue.length; start += MAX_BATCH)
         send(queue.slice(start, start + MAX_BATCH));
     }
@@ -49,7 +52,7 @@ export function createBatcher(
       for (const key of pending.keys) keys.push(key);
       for (const arg of pending.args) args.push(arg);
     }
-    run(keys, args).then(
+    run((batch[0] as Pending).script, keys, args).then(
       (replies) => {
         if (!Array.isArray(replies) || replies.length !== batch.length) {
           const error = new Error(
@@ -69,15 +72,15 @@ export function createBatcher(
   }
 
   return {
-    enqueue(head, keys, args) {
+    enqueue(head, script, keys, args) {
       return new Promise((resolve, reject) => {
-        const shard = shardOf === undefined ? 0 : shardOf(head);
-        let queue = queues.get(shard);
+        const id = shardOf === undefined ? script.sha : `${shardOf(head)}:${script.sha}`;
+        let queue = queues.get(id);
         if (queue === undefined) {
           queue = [];
-          queues.set(shard, queue);
+          queues.set(id, queue);
         }
-        queue.push({ keys, args, resolve, reject });
+        queue.push({ script, keys, args, resolve, reject });
         if (!scheduled) {
           scheduled = true;
           // After the current I/O callbacks and their promise continuations: every check they

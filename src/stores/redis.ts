@@ -8,7 +8,7 @@
  * applied.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../algorithms/script.js';
+import { BASE_SCRIPT, type Script, scriptFor } from '../algorithms/script.js';
 import { RAW_FIELDS } from '../decision.js';
 import { describe } from '../duration.js';
 import { keyHead, overrideKey, overrideRegistryKey } from '../keys.js';
@@ -45,7 +45,10 @@ const TRYAGAIN_RETRIES = 5;
 const TRYAGAIN_FIRST_DELAY_MS = 10;
 
 /** The static part of the script's arguments for one rule list, computed once per list. */
-const ruleArgsCache = new WeakMap<readonly ResolvedRule[], { args: string[]; suffixes: string[][] }>();
+const ruleArgsCache = new WeakMap<
+  readonly ResolvedRule[],
+  { args: string[]; suffixes: string[][]; script: Script }
+>();
 
 function ruleArgs(rule: ResolvedRule, token: number): string[] {
   return [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity, token].map(String);
@@ -59,6 +62,7 @@ function describeRules(rules: readonly ResolvedRule[]) {
       suffixes: rules.map((rule) =>
         rule.algorithm.keySuffixes.map((suffix: string) => rule.keyTail + suffix),
       ),
+      script: scriptFor(rules.map((rule) => rule.algorithm.code)),
     };
     ruleArgsCache.set(rules, described);
   }
@@ -89,20 +93,20 @@ export function redisStore(options: RedisStoreOptions): Store {
     throw new TypeError(`redisStore clock: expected a function, got ${describe(clock)}`);
   }
 
-  async function runOnce(keys: string[], args: string[]): Promise<unknown> {
+  async function runOnce(script: Script, keys: string[], args: string[]): Promise<unknown> {
     try {
-      return await runner.evalSha(CHECK_SCRIPT_SHA, keys, args);
+      return await runner.evalSha(script.sha, keys, args);
     } catch (error) {
       if (!isNoScriptError(error)) throw error;
       // NOSCRIPT means the script never ran: sending it in full cannot count a request twice.
-      return runner.eval(CHECK_SCRIPT, keys, args);
+      return runner.eval(script.text, keys, args);
     }
   }
 
-  async function run(keys: string[], args: string[]): Promise<unknown> {
+  async function run(script: Script, keys: string[], args: string[]): Promise<unknown> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await runOnce(keys, args);
+        return await runOnce(script, keys, args);
       } catch (error) {
         // TRYAGAIN also means the script never ran, so running it again cannot double count.
         if (!isTryAgainError(error) || attempt >= TRYAGAIN_RETRIES) throw error;
@@ -123,7 +127,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       const described = describeRules(rules);
       const seen = overrideSeen ?? '*';
       const args = [consume ? 'c' : 'p', String(cost), seen, String(rules.length), ...described.args];
-      const reply = await batcher.enqueue(head, ruleKeys(head, described.suffixes), args);
+      const reply = await batcher.enqueue(head, described.script, ruleKeys(head, described.suffixes), args);
       if (Array.isArray(reply) && reply[0] === 'override' && reply.length === 2) {
         const value = String(reply[1]);
         return { overrideChanged: true, value: value === '' ? undefined : value };
@@ -137,25 +141,27 @@ export function redisStore(options: RedisStoreOptions): Store {
     async settle(head, rules, reserved, actual, tokens) {
       const perRule = rules.flatMap((rule, i) => ruleArgs(rule, tokens[i] as number));
       const args = ['s', String(reserved), now(), String(actual), String(rules.length), ...perRule];
-      await run(ruleKeys(head, describeRules(rules).suffixes), args);
+      const described = describeRules(rules);
+      await run(described.script, ruleKeys(head, described.suffixes), args);
     },
     async reset(head, rules) {
-      await run(ruleKeys(head, describeRules(rules).suffixes), ['r']);
+      await run(BASE_SCRIPT, ruleKeys(head, describeRules(rules).suffixes), ['r']);
     },
     async setOverride(prefix, key, value, ttlMs) {
       const expiresAt = await run(
+        BASE_SCRIPT,
         [overrideKey(keyHead(prefix, key))],
         ['o', String(ttlMs ?? 0), now(), value],
       );
       // The key's own copy is the truth checks read; the registry only lists it.
-      await run([overrideRegistryKey(prefix)], ['g', key, '', `${expiresAt}:${value}`]);
+      await run(BASE_SCRIPT, [overrideRegistryKey(prefix)], ['g', key, '', `${expiresAt}:${value}`]);
     },
     async clearOverride(prefix, key) {
-      await run([overrideKey(keyHead(prefix, key))], ['x']);
-      await run([overrideRegistryKey(prefix)], ['d', key]);
+      await run(BASE_SCRIPT, [overrideKey(keyHead(prefix, key))], ['x']);
+      await run(BASE_SCRIPT, [overrideRegistryKey(prefix)], ['d', key]);
     },
     async listOverrides(prefix) {
-      const reply = await run([overrideRegistryKey(prefix)], ['l', '', now()]);
+      const reply = await run(BASE_SCRIPT, [overrideRegistryKey(prefix)], ['l', '', now()]);
       if (!Array.isArray(reply) || reply.length % 3 !== 0) {
         throw new Error(`floodgate: unexpected reply from the Redis script: ${describe(reply)}`);
       }
