@@ -1,0 +1,3 @@
+export async function serveCommand(_argv: readonly string[]): Promise<number> {
+  return 1;
+}
