@@ -4,6 +4,7 @@
  * This is the only place where the all-or-nothing view across rules is composed.
  */
 import { NEVER } from './algorithms/index.js';
+import type { Degraded } from './resilience/store-caller.js';
 import type { ResolvedRule } from './rules.js';
 
 /** What one rule says about one request. */
@@ -35,13 +36,24 @@ export interface RuleDecision {
 export interface Decision extends RuleDecision {
   /** Every rule's view, in the order the rules were given. */
   rules: RuleDecision[];
+  /**
+   * `false` when the store decided. Otherwise why it could not, and the decision is the
+   * `onStoreError` policy's: `'timeout'` (no answer within `timeout`), `'unavailable'` (circuit
+   * open after repeated failures, store not called), `'error'` (the store failed).
+   */
+  degraded: Degraded;
 }
 
 /** The numbers a store returns per rule, in this order. */
 export const RAW_FIELDS = 5;
 
 /** Composes a decision; `raw` holds RAW_FIELDS numbers per rule (allowed, remaining, reset, retry, resetAfter). */
-export function decide(rules: readonly ResolvedRule[], raw: ArrayLike<number>, cost: number): Decision {
+export function decide(
+  rules: readonly ResolvedRule[],
+  raw: ArrayLike<number>,
+  cost: number,
+  degraded: Degraded = false,
+): Decision {
   let allowed = true;
   for (let i = 0; i < rules.length; i++) if (raw[i * RAW_FIELDS] !== 1) allowed = false;
   const views: RuleDecision[] = new Array(rules.length);
@@ -69,5 +81,5 @@ export function decide(rules: readonly ResolvedRule[], raw: ArrayLike<number>, c
   if (!allowed && (views[binding] as RuleDecision).allowed) {
     binding = views.findIndex((view) => !view.allowed);
   }
-  return { ...(views[binding] as RuleDecision), allowed, rules: views };
+  return { ...(views[binding] as RuleDecision), allowed, rules: views, degraded };
 }

@@ -1,11 +1,16 @@
 /**
  * createLimiter: options in, resolved configuration out, then every check is
- * key → store → decision. Validation happens here, once; the hot path trusts it.
+ * key → (deny cache) → store, within a deadline and behind a circuit breaker → decision.
+ * Validation happens here, once; the hot path trusts it.
  */
+import { EventEmitter } from 'node:events';
 import type { AlgorithmName } from './algorithms/index.js';
 import { type Decision, decide } from './decision.js';
-import { describe } from './duration.js';
+import { type Duration, describe, parseDuration } from './duration.js';
 import { keyHead } from './keys.js';
+import { createCircuitBreaker } from './resilience/breaker.js';
+import { createDenyCache, type DenyCache } from './resilience/deny-cache.js';
+import { createStoreCaller, type Degraded, type StoreErrorPolicy } from './resilience/store-caller.js';
 import { positiveInteger, type ResolvedRule, type RuleOptions, resolveRules } from './rules.js';
 import { memoryStore } from './stores/memory.js';
 import type { Store } from './stores/types.js';
@@ -17,6 +22,29 @@ export interface LimiterOptions {
   store?: Store;
   /** Namespace of every key this limiter writes. Default `'floodgate'`. No braces, spaces or control characters. */
   prefix?: string;
+  /**
+   * Longest wait for the store on one check (ms or a duration string), default `'100ms'`. Past it
+   * the check is answered by `onStoreError` and flagged `degraded: 'timeout'`. Not applied to the
+   * memory store, which answers in-process.
+   */
+  timeout?: Duration;
+  /**
+   * What a check answers when the store fails, times out or is cut off by the circuit breaker:
+   * `'open'` (default: allow), `'closed'` (deny, with a wait until the next probe), or a store such
+   * as `memoryStore()` that enforces the same rules locally until the store is back.
+   */
+  onStoreError?: StoreErrorPolicy;
+  /**
+   * After `failures` consecutive store failures (default 5), stop calling the store for
+   * `cooldown` (default `'500ms'`), then let one probe through. `false` disables the breaker.
+   */
+  breaker?: { failures?: number; cooldown?: Duration } | false;
+  /**
+   * Answer checks of a key that is known to be denied locally until its retry time, without a
+   * store call. `maxKeys` bounds it (default 10,000). `false` disables it. A `reset()` in this
+   * process clears the key at once; one in another process is seen here after the cached wait.
+   */
+  denyCache?: { maxKeys?: number } | false;
 }
 
 export interface CheckOptions {
@@ -34,6 +62,16 @@ export interface RuleInfo {
   readonly capacity: number;
 }
 
+/** Events a limiter emits, for logs and metrics. */
+export interface LimiterEvents {
+  /** The store stopped answering normally; decisions now follow `onStoreError`. */
+  degraded: [info: { reason: Exclude<Degraded, false>; cause: unknown }];
+  /** The store answers normally again. */
+  recovered: [];
+  /** One store failure or timeout, with its cause. */
+  storeError: [cause: unknown];
+}
+
 export interface Limiter {
   readonly prefix: string;
   readonly store: Store;
@@ -44,9 +82,19 @@ export interface Limiter {
   peek(key: string, options?: CheckOptions): Promise<Decision>;
   /** Forgets all state of `key` under this limiter's rules. */
   reset(key: string): Promise<void>;
+  on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): this;
+  off<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): this;
 }
 
-const LIMITER_OPTIONS = new Set(['rules', 'store', 'prefix']);
+const LIMITER_OPTIONS = new Set([
+  'rules',
+  'store',
+  'prefix',
+  'timeout',
+  'onStoreError',
+  'breaker',
+  'denyCache',
+]);
 const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
 const MAX_COST = Number.MAX_SAFE_INTEGER;
 
@@ -74,18 +122,31 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
   const rules = resolveRules(options.rules);
-  const prefix = options.prefix ?? 'floodgate';
-  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
-    throw new RangeError(
-      `prefix: ${describe(prefix)} must be 1-64 characters of letters, digits and _ . : @ / + = ~ - (no braces: they would become the cluster hash tag)`,
-    );
-  }
-  const store = options.store ?? memoryStore();
-  if (typeof store !== 'object' || store === null || typeof store.evaluate !== 'function') {
-    throw new TypeError(
-      `store: expected memoryStore(), redisStore({ client }) or another Store, got ${describe(store)}`,
-    );
-  }
+  const prefix = resolvePrefix(options.prefix);
+  const store = resolveStore(options.store ?? memoryStore(), 'store');
+  const timeoutMs = parseDuration(options.timeout ?? '100ms', 'timeout');
+  const policy = resolvePolicy(options.onStoreError);
+  const breaker = resolveBreaker(options.breaker);
+  // An in-process store answers as fast as the cache would: caching its denials gains nothing.
+  const configuredDenyCache = resolveDenyCache(options.denyCache);
+  const denyCache = store.local === true ? undefined : configuredDenyCache;
+
+  // Local waits are measured on the store's injected clock when it has one (simulations, tests).
+  const clock = store.clock ?? Date.now;
+  const emitter = new EventEmitter();
+  const smallestCapacity = Math.min(...rules.map((rule) => rule.capacity));
+  const caller = createStoreCaller(
+    store,
+    timeoutMs,
+    policy,
+    breaker,
+    {
+      degraded: (reason, cause) => emitter.emit('degraded', { reason, cause }),
+      recovered: () => emitter.emit('recovered'),
+      storeError: (cause) => emitter.emit('storeError', cause),
+    },
+    clock,
+  );
 
   function head(key: unknown): string {
     if (typeof key !== 'string' || key.length === 0) {
@@ -94,22 +155,27 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return keyHead(prefix, key);
   }
 
-  function costOf(options: CheckOptions | undefined): number {
-    const cost = options?.cost;
-    return cost === undefined ? 1 : positiveInteger(cost, 'cost', MAX_COST);
-  }
-
   async function evaluate(
     key: string,
     options: CheckOptions | undefined,
     consume: boolean,
   ): Promise<Decision> {
-    const cost = costOf(options);
-    const raw = await store.evaluate(head(key), rules, cost, consume);
-    return decide(rules, raw, cost);
+    const cost = options?.cost === undefined ? 1 : positiveInteger(options.cost, 'cost', MAX_COST);
+    const keyHeadValue = head(key);
+    // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
+    if (denyCache !== undefined && cost <= smallestCapacity) {
+      const cached = denyCache.get(keyHeadValue, cost, clock());
+      if (cached !== undefined) return cached;
+    }
+    const { raw, degraded } = await caller.call(keyHeadValue, rules, cost, consume);
+    const decision = decide(rules, raw, cost, degraded);
+    if (denyCache !== undefined && !decision.allowed && degraded === false) {
+      denyCache.remember(keyHeadValue, cost, decision, clock());
+    }
+    return decision;
   }
 
-  return {
+  const limiter: Limiter = {
     prefix,
     store,
     rules: rules.map(describeRule),
@@ -120,9 +186,71 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return evaluate(key, options, false);
     },
     reset: async function reset(key) {
-      await store.reset(head(key), rules);
+      const keyHeadValue = head(key);
+      denyCache?.forget(keyHeadValue);
+      await store.reset(keyHeadValue, rules);
+      if (typeof policy === 'object') await policy.reset(keyHeadValue, rules);
+    },
+    on(event, listener) {
+      emitter.on(event, listener as (...args: unknown[]) => void);
+      return this;
+    },
+    off(event, listener) {
+      emitter.off(event, listener as (...args: unknown[]) => void);
+      return this;
     },
   };
+  return limiter;
+}
+
+function resolvePrefix(prefix: unknown): string {
+  const value = prefix ?? 'floodgate';
+  if (typeof value !== 'string' || !PREFIX.test(value)) {
+    throw new RangeError(
+      `prefix: ${describe(value)} must be 1-64 characters of letters, digits and _ . : @ / + = ~ - (no braces: they would become the cluster hash tag)`,
+    );
+  }
+  return value;
+}
+
+function resolveStore(store: unknown, option: string): Store {
+  if (
+    typeof store !== 'object' ||
+    store === null ||
+    typeof (store as Store).evaluate !== 'function' ||
+    typeof (store as Store).reset !== 'function'
+  ) {
+    throw new TypeError(
+      `${option}: expected memoryStore(), redisStore({ client }) or another Store, got ${describe(store)}`,
+    );
+  }
+  return store as Store;
+}
+
+function resolvePolicy(policy: unknown): StoreErrorPolicy {
+  if (policy === undefined || policy === 'open' || policy === 'closed') return policy ?? 'open';
+  if (typeof policy === 'object' && policy !== null) return resolveStore(policy, 'onStoreError');
+  throw new RangeError(
+    `onStoreError: ${describe(policy)} must be 'open', 'closed' or a fallback store such as memoryStore()`,
+  );
+}
+
+function resolveBreaker(breaker: LimiterOptions['breaker']) {
+  if (breaker === false) return undefined;
+  if (breaker !== undefined && (typeof breaker !== 'object' || breaker === null)) {
+    throw new TypeError(`breaker: expected { failures?, cooldown? } or false, got ${describe(breaker)}`);
+  }
+  const failures = positiveInteger(breaker?.failures ?? 5, 'breaker.failures', 1_000_000);
+  const cooldownMs = parseDuration(breaker?.cooldown ?? '500ms', 'breaker.cooldown');
+  return createCircuitBreaker(failures, cooldownMs);
+}
+
+function resolveDenyCache(option: LimiterOptions['denyCache']): DenyCache | undefined {
+  if (option === false) return undefined;
+  if (option !== undefined && (typeof option !== 'object' || option === null)) {
+    throw new TypeError(`denyCache: expected { maxKeys? } or false, got ${describe(option)}`);
+  }
+  return createDenyCache(positiveInteger(option?.maxKeys ?? 10_000, 'denyCache.maxKeys', 10_000_000));
 }
 
 function describeRule(rule: ResolvedRule): RuleInfo {

@@ -82,11 +82,12 @@ EVALUATORS[5] = function(k, L, W, B, cost)
   local cutoff = fmt(now - W)
   local sum, seq = 0, 0
   local meta = redis.call('GET', metaKey)
-  if meta then
+  if meta and redis.call('EXISTS', log) == 1 then
     local s, q = string.match(meta, '^(%d+):(%d+)$')
     sum, seq = tonumber(s), tonumber(q)
   else
-    -- The small key was lost (eviction) while entries may remain: rebuild it from them.
+    -- One of the two keys was lost (eviction, or expiry observed between them): rebuild the
+    -- sum and the sequence from the entries themselves.
     for _, member in ipairs(redis.call('ZRANGE', log, 0, -1)) do
       sum = sum + logEntryCost(member)
       seq = math.max(seq, tonumber(string.match(member, '^(%d+)')) + 1)

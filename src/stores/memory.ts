@@ -66,6 +66,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
 
   return {
     kind: 'memory',
+    local: true,
+    clock,
     get size() {
       return entries.size;
     },

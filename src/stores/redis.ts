@@ -73,6 +73,7 @@ export function redisStore(options: RedisStoreOptions): Store {
 
   return {
     kind: 'redis',
+    ...(clock === undefined ? {} : { clock }),
     async evaluate(head, rules, cost, consume) {
       const described = describeRules(rules);
       const now = clock === undefined ? '-1' : String(clock());

@@ -8,6 +8,16 @@ export interface Store {
   /** A short name for logs and errors, e.g. `'memory'` or `'redis'`. */
   readonly kind: string;
   /**
+   * True for stores that answer in this process and cannot hang or fail transiently (the memory
+   * store): the limiter then calls them without a deadline or circuit breaker.
+   */
+  readonly local?: boolean;
+  /**
+   * The clock the store was given for tests and simulations, if any. The limiter then measures
+   * local waits (deny cache, circuit breaker) with it too, so simulated time stays consistent.
+   */
+  readonly clock?: () => number;
+  /**
    * Evaluates every rule for the key whose Redis-style head is `head` (see keys.ts) and, when
    * `consume` is set and all rules allow, consumes `cost` from each, atomically.
    * Resolves to RAW_FIELDS numbers per rule (see decision.ts).

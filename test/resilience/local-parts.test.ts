@@ -1,0 +1,93 @@
+/** The resilience parts that need no server: circuit breaker, deny cache and deadline. */
+import { describe, expect, it } from 'vitest';
+import type { Decision } from '../../src/index.js';
+import { createCircuitBreaker } from '../../src/resilience/breaker.js';
+import { TIMED_OUT, withDeadline } from '../../src/resilience/deadline.js';
+import { createDenyCache } from '../../src/resilience/deny-cache.js';
+
+const denial = (retryAfterMs: number): Decision => {
+  const rule = {
+    rule: 'r',
+    allowed: false,
+    limit: 5,
+    windowMs: 1000,
+    remaining: 0,
+    resetMs: retryAfterMs,
+    retryAfterMs,
+  };
+  return { ...rule, rules: [rule], degraded: false };
+};
+
+describe('circuit breaker', () => {
+  it('opens after the threshold, lets one probe through after the cool-down, closes on success', () => {
+    const breaker = createCircuitBreaker(3, 500);
+    expect(breaker.fail(0)).toBe(false);
+    expect(breaker.fail(1)).toBe(false);
+    expect(breaker.allow(2)).toBe(true);
+    expect(breaker.fail(2)).toBe(true);
+    expect(breaker.allow(3)).toBe(false);
+    expect(breaker.retryInMs(102)).toBe(400);
+    expect(breaker.allow(502)).toBe(true); // the probe
+    expect(breaker.allow(502)).toBe(false); // only one at a time
+    expect(breaker.fail(510)).toBe(false); // still open, for another cool-down
+    expect(breaker.allow(1009)).toBe(false);
+    expect(breaker.allow(1010)).toBe(true);
+    expect(breaker.succeed()).toBe(true);
+    expect(breaker.allow(1011)).toBe(true);
+    expect(breaker.retryInMs(1011)).toBe(0);
+  });
+
+  it('a success resets the count of consecutive failures', () => {
+    const breaker = createCircuitBreaker(2, 100);
+    breaker.fail(0);
+    breaker.succeed();
+    expect(breaker.fail(1)).toBe(false);
+    expect(breaker.fail(2)).toBe(true);
+  });
+});
+
+describe('deny cache', () => {
+  it('answers until the retry time, with waits shifted, only for costs at least as large', () => {
+    const cache = createDenyCache(10);
+    cache.remember('k', 2, denial(800), 1000);
+    expect(cache.get('k', 2, 1300)).toMatchObject({ allowed: false, retryAfterMs: 500, resetMs: 500 });
+    expect(cache.get('k', 3, 1300)?.retryAfterMs).toBe(500);
+    expect(cache.get('k', 1, 1300)).toBeUndefined();
+    expect(cache.get('k', 2, 1800)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it('never caches a denial without a finite wait', () => {
+    const cache = createDenyCache(10);
+    cache.remember('k', 9, denial(Number.POSITIVE_INFINITY), 0);
+    expect(cache.size).toBe(0);
+  });
+
+  it('stays within maxKeys under a flood of unique keys, dropping the least recently denied', () => {
+    const cache = createDenyCache(1000);
+    for (let i = 0; i < 50_000; i++) cache.remember(`key-${i}`, 1, denial(60_000), i);
+    expect(cache.size).toBe(1000);
+    expect(cache.get('key-49999', 1, 50_000)).toBeDefined();
+    expect(cache.get('key-0', 1, 50_000)).toBeUndefined();
+  });
+
+  it('forget drops a key at once', () => {
+    const cache = createDenyCache(10);
+    cache.remember('k', 1, denial(1000), 0);
+    cache.forget('k');
+    expect(cache.get('k', 1, 1)).toBeUndefined();
+  });
+});
+
+describe('deadline', () => {
+  it('resolves TIMED_OUT when the work is late, and swallows its late rejection', async () => {
+    let rejectLate: (error: Error) => void = () => {};
+    const late = new Promise<number>((_, reject) => {
+      rejectLate = reject;
+    });
+    expect(await withDeadline(late, 10)).toBe(TIMED_OUT);
+    rejectLate(new Error('late')); // must not become an unhandled rejection
+    expect(await withDeadline(Promise.resolve(7), 1000)).toBe(7);
+    await expect(withDeadline(Promise.reject(new Error('boom')), 1000)).rejects.toThrow('boom');
+  });
+});
