@@ -34,6 +34,11 @@ export async function runScenario(
   const limiter = createLimiter({
     store: makeStore(() => now),
     prefix: options.prefix,
+    // Every decision must come from the store: no local deny cache, no deadline or breaker
+    // turning a slow batch into fail-open answers.
+    denyCache: false,
+    breaker: false,
+    timeout: '10m',
     rules: {
       name: 'compare',
       algorithm: rule.algorithm,
