@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompareReport } from '../../src/cli/compare/report.js';
 import { buildScenario } from '../../src/cli/compare/scenarios.js';
 import { measure } from '../../src/cli/compare/simulate.js';
-import { rawCommand, type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, rawCommand, startRedisServer } from '../support/redis-server.js';
 import { runCli } from './support/cli.js';
 
 let redis: RedisServer;
@@ -34,13 +34,15 @@ function rows(report: CompareReport, scenario: string): Record<string, Row> {
 }
 
 function pick(row: Row | undefined) {
-  return row && {
-    admitted: row.admitted,
-    maxInWindow: row.maxInWindow,
-    overLimit: row.overLimit,
-    falseAllows: row.falseAllows,
-    falseDenies: row.falseDenies,
-  };
+  return (
+    row && {
+      admitted: row.admitted,
+      maxInWindow: row.maxInWindow,
+      overLimit: row.overLimit,
+      falseAllows: row.falseAllows,
+      falseDenies: row.falseDenies,
+    }
+  );
 }
 
 describe('floodgate compare', () => {
@@ -58,7 +60,13 @@ describe('floodgate compare', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout) as CompareReport;
-    expect(report).toMatchObject({ limit: 10, windowMs: 10_000, burst: 10, burstWindowMs: 1000, redis: null });
+    expect(report).toMatchObject({
+      limit: 10,
+      windowMs: 10_000,
+      burst: 10,
+      burstWindowMs: 1000,
+      redis: null,
+    });
 
     // 10 requests in the last second of a window, 10 in the first second of the next.
     const boundary = rows(report, 'boundary');
@@ -137,7 +145,17 @@ describe('floodgate compare', () => {
     expect(content.match(/<polyline /g)).toHaveLength(5);
 
     const html = join(dir, 'chart.html');
-    const page = await runCli(['compare', '--scenario', 'steady', '--limit', '5', '--window', '1s', '--chart', html]);
+    const page = await runCli([
+      'compare',
+      '--scenario',
+      'steady',
+      '--limit',
+      '5',
+      '--window',
+      '1s',
+      '--chart',
+      html,
+    ]);
     expect(page.code).toBe(0);
     const text = await readFile(html, 'utf8');
     expect(text).toMatch(/^<!doctype html>/);
@@ -197,7 +215,9 @@ describe('floodgate compare', () => {
     expect(badLimit.stderr).toContain("--limit: 'lots' must be an integer from 1 to 10000");
     expect(unknown.stderr).toContain("Unknown option '--frobnicate'");
     expect(badChart.stderr).toContain("--chart: 'out.png' must end in .svg or .html");
-    expect(badScenario.stderr).toContain("--scenario: 'tsunami' is not one of steady, bursty, boundary, flood, many, all");
+    expect(badScenario.stderr).toContain(
+      "--scenario: 'tsunami' is not one of steady, bursty, boundary, flood, many, all",
+    );
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: floodgate compare [options]');
     expect(noRedis.code).toBe(1);

@@ -45,7 +45,10 @@ export interface RunningCli {
   readonly logs: Record<string, unknown>[];
   readonly stderr: () => string;
   /** Resolves with the first log line (past or future) that matches. */
-  waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  waitForLog(
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
   /** Resolves with the exit code. */
   exited: Promise<number | null>;
   /** Sends SIGKILL if still running. */
@@ -56,8 +59,10 @@ export interface RunningCli {
 export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): RunningCli {
   const child = spawnCli(args, env);
   const logs: Record<string, unknown>[] = [];
-  const waiters: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }[] =
-    [];
+  const waiters: {
+    match: (line: Record<string, unknown>) => boolean;
+    resolve: (line: Record<string, unknown>) => void;
+  }[] = [];
   let buffer = '';
   let stderr = '';
   child.stdout?.on('data', (chunk) => {
@@ -96,7 +101,11 @@ export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): 
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
-          reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr}; logs: ${JSON.stringify(logs)}`));
+          reject(
+            new Error(
+              `no matching log line within ${timeoutMs} ms; stderr: ${stderr}; logs: ${JSON.stringify(logs)}`,
+            ),
+          );
         }, timeoutMs);
         waiters.push({
           match,
