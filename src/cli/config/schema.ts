@@ -244,7 +244,7 @@ export function parseRuleList(
     return parseRule(typeof item === 'string' ? { limit: item } : item, where, namePrefix, defaultAlgorithm);
   });
   if (rules.length === 0) fail(path, 'give at least one rule, e.g. 120/1m');
-  core(() => resolveRules(rules, path));
+  core(() => resolveRules(Array.isArray(value) ? rules : rules[0], path));
   return rules;
 }
 
@@ -356,6 +356,7 @@ function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly RuleOption
       'cost',
       'skip',
       'limit',
+      'window',
       'algorithm',
       'burst',
       'rules',
@@ -372,7 +373,7 @@ function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly RuleOption
     const skip = fields.skip === undefined ? false : booleanAt(fields.skip, `${where}.skip`);
     const cost =
       fields.cost === undefined ? 1 : integerAt(fields.cost, `${where}.cost`, 1, Number.MAX_SAFE_INTEGER);
-    const ownFields = ['limit', 'algorithm', 'burst', 'rules', 'plans', 'inherit', 'cost'].filter(
+    const ownFields = ['limit', 'window', 'algorithm', 'burst', 'rules', 'plans', 'inherit', 'cost'].filter(
       (field) => fields[field] !== undefined,
     );
     if (skip && ownFields.length > 0) fail(`${where}.${ownFields[0]}`, 'a skipped route takes no limits');
@@ -389,6 +390,7 @@ function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly RuleOption
     let own: RuleOptions[] = [];
     if (fields.limit !== undefined) {
       const rule: Fields = { limit: fields.limit };
+      if (fields.window !== undefined) rule.window = fields.window;
       if (fields.algorithm !== undefined) rule.algorithm = fields.algorithm;
       if (fields.burst !== undefined) rule.burst = fields.burst;
       own = parseRuleList(rule, where, name);
