@@ -18,7 +18,9 @@ function error(config: unknown): string {
 describe('gateway config', () => {
   it('defaults to one plan of 60 per minute, sliding window, memory store, draft-6 headers', () => {
     const config = parseGatewayConfig({});
-    expect([...config.plans]).toEqual([['default', [{ algorithm: 'sliding-window', limit: 60, window: 60_000 }]]]);
+    expect([...config.plans]).toEqual([
+      ['default', [{ algorithm: 'sliding-window', limit: 60, window: 60_000 }]],
+    ]);
     expect(config).toMatchObject({
       host: '127.0.0.1',
       port: 8080,
@@ -58,7 +60,13 @@ describe('gateway config', () => {
       skip: ['/assets/*', 'GET,HEAD /status'],
     });
     const [chat, exportsRoute, assets, status] = config.routes;
-    expect(chat).toMatchObject({ name: 'post-chat', methods: ['POST'], path: '/chat/*', cost: 5, skip: false });
+    expect(chat).toMatchObject({
+      name: 'post-chat',
+      methods: ['POST'],
+      path: '/chat/*',
+      cost: 5,
+      skip: false,
+    });
     expect(chat?.rules.get('free')).toEqual([
       { name: 'post-chat.token-bucket-100-per-1m', algorithm: 'token-bucket', limit: 100, window: 60_000 },
       { algorithm: 'sliding-window', limit: 2, window: 60_000 },
@@ -70,7 +78,12 @@ describe('gateway config', () => {
       'exports.sliding-window-1-per-1h',
       'exports.sliding-window-3-per-1h',
     ]);
-    expect(assets).toMatchObject({ where: 'skip[0]', path: '/assets/*', skip: true, methods: expect.arrayContaining(['GET', 'POST']) });
+    expect(assets).toMatchObject({
+      where: 'skip[0]',
+      path: '/assets/*',
+      skip: true,
+      methods: expect.arrayContaining(['GET', 'POST']),
+    });
     expect(status).toMatchObject({ where: 'skip[1]', methods: ['GET', 'HEAD'], path: '/status', skip: true });
     expect(config.tiers).toEqual({ header: 'x-plan', keys: undefined, default: 'free' });
   });
@@ -78,7 +91,11 @@ describe('gateway config', () => {
   it('keeps API keys of tiers only as SHA-256 digests, and accepts digests', () => {
     const digest = sha256Hex('sk_live_enterprise');
     const config = parseGatewayConfig({
-      tiers: { header: 'x-api-key', keys: { sk_live_pro: 'pro', [`sha256:${digest}`]: 'enterprise' }, default: 'free' },
+      tiers: {
+        header: 'x-api-key',
+        keys: { sk_live_pro: 'pro', [`sha256:${digest}`]: 'enterprise' },
+        default: 'free',
+      },
       plans: { free: ['1/1m'], pro: ['10/1m'], enterprise: ['100/1m'] },
     });
     expect([...(config.tiers?.keys ?? [])]).toEqual([
@@ -98,7 +115,9 @@ describe('gateway config', () => {
     expect(error({ rules: [{ limit: 5, window: '1m', burst: 9 }] })).toBe(
       "rules[0].burst: 'sliding-window' has no burst; only 'token-bucket' and 'gcra' take one",
     );
-    expect(error({ rules: [{ limit: 5 }] })).toBe('rules[0].window: required with a numeric limit (or write limit: "5/1m")');
+    expect(error({ rules: [{ limit: 5 }] })).toBe(
+      'rules[0].window: required with a numeric limit (or write limit: "5/1m")',
+    );
     expect(error({ rules: ['5/1m'], colour: 'blue' })).toBe(
       'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, store, onStoreError, headers, trustProxy, apiKeyHeader, rules, tiers, plans, routes, skip, shutdownTimeout',
     );
@@ -108,29 +127,57 @@ describe('gateway config', () => {
     expect(error({ routes: [{ path: '/x', method: 'FETCH' }] })).toBe(
       "routes[0].method: \"FETCH\" is not one of 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', '*'",
     );
-    expect(error({ routes: [{ path: '/x', skip: true, cost: 3 }] })).toBe('routes[0].cost: a skipped route takes no limits');
-    expect(error({ routes: [{ path: '/x', method: 'GET' }], skip: ['GET /x'] })).toBe('skip[0]: GET /x is also defined by routes[0]');
-    expect(error({ routes: [{ path: '/metrics' }] })).toBe('routes[0].path: /metrics is answered by the gateway itself');
-    expect(error({ routes: [{ path: '/x', cost: 1.5 }] })).toBe('routes[0].cost: 1.5 must be an integer from 1 to 9007199254740991');
-    expect(error({ onStoreError: 'sometimes' })).toBe("onStoreError: \"sometimes\" is not one of 'open', 'closed'");
-    expect(error({ headers: ['draft-6', 'draft-10'] })).toContain("headers: 'draft-6' and 'draft-10' both define RateLimit-Policy");
-    expect(error({ upstream: 'ftp://files' })).toBe('upstream: only http:// upstreams are supported, got ftp://');
-    expect(error({ store: { redis: 'redis://u:hunter2@host:99999' } })).toBe("store.redis: 'redis://u:***@host:99999' is not a valid Redis URL");
+    expect(error({ routes: [{ path: '/x', skip: true, cost: 3 }] })).toBe(
+      'routes[0].cost: a skipped route takes no limits',
+    );
+    expect(error({ routes: [{ path: '/x', method: 'GET' }], skip: ['GET /x'] })).toBe(
+      'skip[0]: GET /x is also defined by routes[0]',
+    );
+    expect(error({ routes: [{ path: '/metrics' }] })).toBe(
+      'routes[0].path: /metrics is answered by the gateway itself',
+    );
+    expect(error({ routes: [{ path: '/x', cost: 1.5 }] })).toBe(
+      'routes[0].cost: 1.5 must be an integer from 1 to 9007199254740991',
+    );
+    expect(error({ onStoreError: 'sometimes' })).toBe(
+      "onStoreError: \"sometimes\" is not one of 'open', 'closed'",
+    );
+    expect(error({ headers: ['draft-6', 'draft-10'] })).toContain(
+      "headers: 'draft-6' and 'draft-10' both define RateLimit-Policy",
+    );
+    expect(error({ upstream: 'ftp://files' })).toBe(
+      'upstream: only http:// upstreams are supported, got ftp://',
+    );
+    expect(error({ store: { redis: 'redis://u:hunter2@host:99999' } })).toBe(
+      "store.redis: 'redis://u:***@host:99999' is not a valid Redis URL",
+    );
     expect(error({ store: { timeout: '-1s' } })).toContain('store.timeout: "-1s" is not a duration');
     expect(error({ plans: { free: ['1/1m'] } })).toContain('plans: plans need tiers');
     expect(error({ tiers: { header: 'x-api-key', default: 'free' } })).toContain('tiers: tiers need plans');
-    expect(
-      error({ tiers: { header: 'x-api-key', default: 'gold' }, plans: { free: ['1/1m'] } }),
-    ).toBe("tiers.default: \"gold\" is not one of 'free'");
-    expect(
-      error({ tiers: { header: 'x-api-key', default: 'free', keys: { sk_live_secret: 'gold' } }, plans: { free: ['1/1m'] } }),
-    ).toBe("tiers.keys (entry 1): \"gold\" is not one of 'free'");
-    expect(
-      error({ tiers: { header: 'x-plan', default: 'free' }, plans: { free: ['1/1m'] }, routes: [{ path: '/x', plans: { gold: ['1/1s'] } }] }),
-    ).toBe('routes[0].plans.gold: unknown field; expected one of free');
-    expect(error({ rules: [{ name: 'a', limit: '1/s' }, { name: 'a', limit: '2/s' }] })).toBe(
-      'rules: duplicate rule name "a"; give each rule a distinct name',
+    expect(error({ tiers: { header: 'x-api-key', default: 'gold' }, plans: { free: ['1/1m'] } })).toBe(
+      'tiers.default: "gold" is not one of \'free\'',
     );
+    expect(
+      error({
+        tiers: { header: 'x-api-key', default: 'free', keys: { sk_live_secret: 'gold' } },
+        plans: { free: ['1/1m'] },
+      }),
+    ).toBe('tiers.keys (entry 1): "gold" is not one of \'free\'');
+    expect(
+      error({
+        tiers: { header: 'x-plan', default: 'free' },
+        plans: { free: ['1/1m'] },
+        routes: [{ path: '/x', plans: { gold: ['1/1s'] } }],
+      }),
+    ).toBe('routes[0].plans.gold: unknown field; expected one of free');
+    expect(
+      error({
+        rules: [
+          { name: 'a', limit: '1/s' },
+          { name: 'a', limit: '2/s' },
+        ],
+      }),
+    ).toBe('rules: duplicate rule name "a"; give each rule a distinct name');
   });
 
   it('never echoes an API key from tiers.keys in an error', () => {

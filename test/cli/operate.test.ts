@@ -71,7 +71,11 @@ describe('floodgate inspect and reset', () => {
     expect(result.code).toBe(0);
     const inspected = JSON.parse(result.stdout) as Inspected;
     expect(inspected.key).toBe('client-1');
-    expect(inspected.rules.map((rule) => rule.rule)).toEqual(['free-minute', 'pro-minute', 'upload.token-bucket-2-per-1h']);
+    expect(inspected.rules.map((rule) => rule.rule)).toEqual([
+      'free-minute',
+      'pro-minute',
+      'upload.token-bucket-2-per-1h',
+    ]);
     const [free, pro, upload] = inspected.rules;
     // 2 of 3 used: one more fits, and leaves 0.
     expect(free).toMatchObject({ allowed: true, remaining: 0, retryAfterMs: 0, plans: ['free'], routes: [] });
@@ -84,7 +88,12 @@ describe('floodgate inspect and reset', () => {
       expect(key.ttlMs).toBeGreaterThan(0);
       expect(key.ttlMs).toBeLessThanOrEqual(60_000);
     }
-    expect(pro).toMatchObject({ allowed: true, remaining: 9, plans: ['pro'], redisKeys: [{ exists: false, ttlMs: null }] });
+    expect(pro).toMatchObject({
+      allowed: true,
+      remaining: 9,
+      plans: ['pro'],
+      redisKeys: [{ exists: false, ttlMs: null }],
+    });
     expect(upload).toMatchObject({ plans: ['free', 'pro'], routes: ['upload'], remaining: 1 });
 
     // Inspect consumed nothing: the third request still passes.
@@ -94,7 +103,9 @@ describe('floodgate inspect and reset', () => {
     });
     expect(full.code).toBe(0);
     expect(full.stdout).toContain(`key "client-1" on ${redis.url} (prefix floodgate), asking about cost 1`);
-    expect(full.stdout).toMatch(/free-minute\s+sliding-log\s+3\/1m\s+plan free; all routes\s+denied\s+0\s+\d+s\s+\d+s/);
+    expect(full.stdout).toMatch(
+      /free-minute\s+sliding-log\s+3\/1m\s+plan free; all routes\s+denied\s+0\s+\d+s\s+\d+s/,
+    );
     expect(full.stdout).not.toContain('pro-minute');
     expect(full.stdout).toMatch(/floodgate:\{client-1\}:free-minute:sl {2}TTL \d+s/);
   });
@@ -108,7 +119,9 @@ describe('floodgate inspect and reset', () => {
     expect(result.stdout).toBe(
       'reset "client-2" under 3 rules (free-minute, pro-minute, upload.token-bucket-2-per-1h): 2 Redis keys deleted\n',
     );
-    expect(await client.exists('floodgate:{client-2}:free-minute:sl', 'floodgate:{client-2}:free-minute:sl:n')).toBe(0);
+    expect(
+      await client.exists('floodgate:{client-2}:free-minute:sl', 'floodgate:{client-2}:free-minute:sl:n'),
+    ).toBe(0);
     expect((await limiter.check('client-2')).remaining).toBe(2);
   });
 
@@ -121,7 +134,9 @@ describe('floodgate inspect and reset', () => {
       runCli(['reset', '--help']),
     ]);
     expect(noStore.code).toBe(2);
-    expect(noStore.stderr).toContain('inspect needs the shared store: give --redis URL, --redis-cluster NODES or REDIS_URL');
+    expect(noStore.stderr).toContain(
+      'inspect needs the shared store: give --redis URL, --redis-cluster NODES or REDIS_URL',
+    );
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain('give the KEY to reset');
     expect(badPlan.code).toBe(2);

@@ -163,6 +163,30 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     expect(rest).toBe('last chunk');
   });
 
+  it('streams request bodies as the client sends them', async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const req = httpRequest(`${a.url}/first-chunk`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'upload-test', 'content-type': 'text/plain' },
+      });
+      req.on('error', reject);
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (chunk) => {
+          body += chunk;
+        });
+        // The upstream answered while this request body was still open: then finish it.
+        res.on('end', () => {
+          req.end('rest of the body');
+          resolve(body);
+        });
+      });
+      req.write('first part;');
+      req.flushHeaders();
+    });
+    expect(answer).toBe('got: first part;');
+  });
+
   it('two gateway processes on one Redis share each key’s limit exactly; denied requests never reach the upstream', async () => {
     const before = upstream.seen.length;
     const statuses: number[] = [];

@@ -39,6 +39,15 @@ export async function startUpstream(): Promise<Upstream> {
       res.end('last chunk');
       return;
     }
+    if (url.startsWith('/base/first-chunk')) {
+      // Answers with the first chunk of the body while the client is still sending the rest.
+      req.once('data', (chunk: Buffer) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(`got: ${chunk.toString('utf8')}`);
+        req.resume();
+      });
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
