@@ -63,6 +63,8 @@ let dir: string;
 let a: Gateway;
 let b: Gateway;
 let tiers: Gateway;
+let reloading: Gateway;
+let reloadConfig: string;
 const started: Gateway[] = [];
 
 const TIERS_YAML = `
@@ -92,13 +94,19 @@ beforeAll(async () => {
     mkdtemp(join(tmpdir(), 'floodgate-serve-')),
   ]);
   await writeFile(join(dir, 'tiers.yaml'), TIERS_YAML);
+  reloadConfig = join(dir, 'reload.json');
+  await writeFile(
+    reloadConfig,
+    JSON.stringify({ upstream: `${upstream.url}/base`, rules: [{ name: 'minute', limit: '2/1m' }] }),
+  );
   const proxied = ['--upstream', `${upstream.url}/base`, '--redis', redis.url, '--limit', '4/1m'];
-  [a, b, tiers] = await Promise.all([
+  [a, b, tiers, reloading] = await Promise.all([
     startGateway(proxied),
     startGateway(proxied),
     startGateway(['--config', join(dir, 'tiers.yaml'), '--upstream', `${upstream.url}/base`]),
+    startGateway(['--config', reloadConfig]),
   ]);
-  started.push(a, b, tiers);
+  started.push(a, b, tiers, reloading);
 });
 
 afterAll(async () => {
@@ -314,13 +322,8 @@ describe('floodgate serve: configuration errors', () => {
 
 describe('floodgate serve: reload and shutdown', () => {
   it('reloads on SIGHUP without dropping connections, keeps the old config on a bad reload, drains on SIGTERM', async () => {
-    const config = join(dir, 'reload.json');
-    await writeFile(
-      config,
-      JSON.stringify({ upstream: `${upstream.url}/base`, rules: [{ name: 'minute', limit: '2/1m' }] }),
-    );
-    const gateway = await startGateway(['--config', config]);
-    started.push(gateway);
+    const config = reloadConfig;
+    const gateway = reloading;
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const first = await rawRequest(`${gateway.url}/a`, { agent });
     expect(first.headers['ratelimit-limit']).toBe('2');
