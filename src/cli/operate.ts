@@ -25,11 +25,15 @@ export const INSPECT_HELP = `Usage: floodgate inspect KEY [options]
 
 Shows KEY's state under every rule of the gateway's configuration, without consuming anything:
 whether a request would pass, what remains, when the quota resets, how long to wait; and the
-key's Redis keys with their TTLs. KEY is the limiter key (a client address, or the hashed API
-key the HTTP adapters use).
+key's Redis keys with their TTLs. KEY is the limiter key as the store knows it; the HTTP
+adapters (and serve) key a request by 'key:<hashed API key>' or 'ip:<address>': use --api-key or
+--ip to have it computed.
 
 Options:
 ${STORE_FLAGS_HELP}
+  --ip ADDRESS              instead of KEY: the key the HTTP adapters give this client address
+  --api-key KEY             instead of KEY: the key they give this API key (hashed as they hash it,
+                            with FLOODGATE_API_KEY_SECRET when set; never printed)
   --plan NAME               only the rules of this plan (and of the routes under it)
   --cost N                  the cost of the request to ask about (default 1)
   --json                    print JSON
@@ -45,6 +49,8 @@ its next request starts with a full quota.
 
 Options:
 ${STORE_FLAGS_HELP}
+  --ip ADDRESS              instead of KEY: the key the HTTP adapters give this client address
+  --api-key KEY             instead of KEY: the key they give this API key (never printed)
   --json                    print JSON
   -h, --help                show this help
 
@@ -91,15 +97,23 @@ async function prepare(command: 'inspect' | 'reset', argv: readonly string[]) {
     {
       ...STORE_FLAGS,
       json: { type: 'boolean' },
+      ip: { type: 'string' },
+      'api-key': { type: 'string' },
       ...(command === 'inspect' ? { plan: { type: 'string' }, cost: { type: 'string' } } : {}),
     },
     1,
   );
   if (parsed.values.help === true) return { help: true as const };
-  const key = parsed.positionals[0];
-  if (key === undefined || key === '')
-    throw new UsageError(`floodgate ${command}: give the KEY to ${command}`);
+  const ip = stringOption(parsed, 'ip');
+  const apiKey = stringOption(parsed, 'api-key');
+  const given = [parsed.positionals[0], ip, apiKey].filter((value) => value !== undefined);
+  if (given.length !== 1 || given[0] === '') {
+    throw new UsageError(
+      `floodgate ${command}: give the KEY to ${command} (or --ip ADDRESS, or --api-key KEY), once`,
+    );
+  }
   const config = await loadConfig(parsed);
+  const key = ip !== undefined || apiKey !== undefined ? await adapterKey(ip, apiKey) : (given[0] as string);
   if (config.redis === undefined) {
     throw new UsageError(
       `${command} needs the shared store: give --redis URL, --redis-cluster NODES or REDIS_URL (the in-memory store lives inside one serve process)`,
@@ -113,6 +127,29 @@ async function prepare(command: 'inspect' | 'reset', argv: readonly string[]) {
   const cost = costText === undefined ? 1 : integerOption(costText, '--cost', 1, Number.MAX_SAFE_INTEGER);
   const connection = await connectRedis(config.redis);
   return { help: false as const, key, config, plan, cost, json: parsed.values.json === true, connection };
+}
+
+/** The key the HTTP adapters give a client address or an API key (src/http/keys.ts). */
+async function adapterKey(ip: string | undefined, apiKey: string | undefined): Promise<string> {
+  let keys: {
+    hashApiKey(apiKey: string, secret: Buffer | undefined): string;
+    addressKey(address: string | undefined, ipv6Subnet: number): string;
+  };
+  try {
+    const specifier: string = '../http/keys.js';
+    keys = await import(specifier);
+  } catch {
+    throw new RuntimeFailure(
+      '--ip and --api-key need the HTTP adapters (floodgate/node, floodgate/fastify...)',
+    );
+  }
+  if (ip !== undefined) {
+    const key = keys.addressKey(ip, 64);
+    if (key === 'ip:unknown') throw new UsageError(`--ip: '${ip}' is not an IP address`);
+    return key;
+  }
+  const secret = process.env.FLOODGATE_API_KEY_SECRET;
+  return keys.hashApiKey(apiKey as string, secret ? Buffer.from(secret, 'utf8') : undefined);
 }
 
 function limiterFor(config: GatewayConfig, connection: RedisConnection, options: RuleOptions) {

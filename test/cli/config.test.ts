@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseRate } from '../../src/cli/args.js';
+import { loadConfig } from '../../src/cli/config/load.js';
 import { parseGatewayConfig, sha256Hex } from '../../src/cli/config/schema.js';
 
 function error(config: unknown): string {
@@ -194,6 +195,44 @@ describe('gateway config', () => {
     );
     expect(() => parseGatewayConfig({ port: 'eighty' }, { port: '--port' })).toThrow(
       '--port: "eighty" must be an integer from 0 to 65535',
+    );
+  });
+});
+
+describe('config from flags and files', () => {
+  const flags = (values: Record<string, string | string[]>) => ({ values, positionals: [] });
+
+  it('folds flags over the file and REDIS_URL, naming the flag in errors', async () => {
+    const config = await loadConfig(
+      flags({
+        limit: ['10/s', '100/1m'],
+        algorithm: 'gcra',
+        burst: '20',
+        port: '0',
+        headers: 'draft-10,legacy',
+      }),
+      { REDIS_URL: 'redis://127.0.0.1:6390' },
+    );
+    expect(config.plans.get('default')).toEqual([
+      { algorithm: 'gcra', limit: 10, window: 1000, burst: 20 },
+      { algorithm: 'gcra', limit: 100, window: 60_000, burst: 20 },
+    ]);
+    expect(config).toMatchObject({
+      port: 0,
+      headers: ['draft-10', 'legacy'],
+      redis: { url: 'redis://127.0.0.1:6390' },
+    });
+    await expect(loadConfig(flags({ limit: ['5/1m'], algorithm: 'leaky-bucket' }), {})).rejects.toThrow(
+      '--limit[0].algorithm: "leaky-bucket" is not one of \'fixed-window\'',
+    );
+    await expect(loadConfig(flags({ algorithm: 'gcra' }), {})).rejects.toThrow(
+      '--algorithm goes with --limit',
+    );
+    await expect(loadConfig(flags({ 'on-store-error': 'maybe' }), {})).rejects.toThrow(
+      "--on-store-error: \"maybe\" is not one of 'open', 'closed'",
+    );
+    await expect(loadConfig(flags({ config: '/nonexistent/gateway.yaml' }), {})).rejects.toThrow(
+      '--config: cannot read /nonexistent/gateway.yaml: no such file',
     );
   });
 });

@@ -8,7 +8,7 @@ import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:ht
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, rawCommand, startRedisServer } from '../support/redis-server.js';
 import { type RunningCli, runCli, startCli } from './support/cli.js';
 import { startUpstream, type Upstream } from './support/upstream.js';
 
@@ -218,6 +218,28 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     );
   });
 
+  it('inspect and reset find the gateway’s keys by API key or client address', async () => {
+    const common = ['--redis', redis.url, '--limit', '4/1m', '--json'];
+    const [byKey, byIp] = await Promise.all([
+      runCli(['inspect', '--api-key', 'shared-key', ...common]),
+      runCli(['inspect', '--ip', '127.0.0.1', ...common]),
+    ]);
+    expect(byKey.stderr).toBe('');
+    const inspected = JSON.parse(byKey.stdout);
+    expect(inspected.key).toMatch(/^key:[\w-]{43}$/);
+    expect(byKey.stdout).not.toContain('shared-key');
+    expect(inspected.rules[0]).toMatchObject({ allowed: false, remaining: 0 });
+    expect(JSON.parse(byIp.stdout).key).toBe('ip:127.0.0.1');
+    const redisKey = inspected.rules[0].redisKeys[0].key as string;
+    expect(await rawCommand(redis.port, `EXISTS ${redisKey}`)).toBe(':1');
+    const reset = await runCli(['reset', '--api-key', 'shared-key', '--redis', redis.url, '--limit', '4/1m']);
+    expect(reset.code).toBe(0);
+    expect(reset.stdout).toContain('1 Redis key deleted');
+    // The store forgot the key. (Gateways that denied it answer from their deny cache until the
+    // retry time they announced: see docs/cli.md.)
+    expect(await rawCommand(redis.port, `EXISTS ${redisKey}`)).toBe(':0');
+  });
+
   it('answers /healthz and reports the store', async () => {
     const response = await fetch(`${a.url}/healthz`);
     expect(response.status).toBe(200);
@@ -304,7 +326,6 @@ describe('floodgate serve: configuration errors', () => {
       runCli(['serve', '--config', bad]),
       runCli(['serve', '--config', clash]),
       runCli(['serve', '--limit', '5/1m', '--algorithm', 'leaky-bucket']),
-      runCli(['serve', '--config', join(dir, 'missing.yaml')]),
     ]);
     for (const result of results) {
       expect(result.code).toBe(2);
@@ -316,7 +337,6 @@ describe('floodgate serve: configuration errors', () => {
     expect(results[2]?.stderr).toContain(
       '--limit[0].algorithm: "leaky-bucket" is not one of \'fixed-window\'',
     );
-    expect(results[3]?.stderr).toContain('--config: cannot read');
   });
 });
 

@@ -18,7 +18,7 @@ import {
   UsageError,
 } from '../args.js';
 import { loadConfig, STORE_FLAGS, STORE_FLAGS_HELP } from '../config/load.js';
-import type { GatewayConfig } from '../config/schema.js';
+import { DEFAULT_PLAN, type GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
 import { type FloodgatePlugin, loadFastifyAdapter } from './adapter.js';
 import { buildGateway, type Gateway } from './gateway.js';
@@ -233,8 +233,9 @@ async function start(
       logger.warn('shutdown_timeout', {
         detail: `requests still in flight after ${formatDuration(config.shutdownTimeoutMs)}`,
       });
-      server.closeAllConnections();
     }
+    // Drained or not, nothing more will be answered: close what is left (idle keep-alive sockets).
+    server.closeAllConnections();
     try {
       await Promise.all([gateway, ...retiring].map((generation) => generation.close()));
       await store.close();
@@ -308,10 +309,18 @@ function describeConfig(config: GatewayConfig): string {
       lines.push(`route ${route.name}: ${methods} ${route.path} (not limited)`);
       continue;
     }
-    const rules = [...new Set([...route.rules.values()].flat().map((rule) => ruleText(rule as never)))];
-    lines.push(
-      `route ${route.name}: ${methods} ${route.path}${route.cost !== 1 ? ` cost ${route.cost}` : ''} -> ${rules.join('; ')}`,
-    );
+    const cost = route.cost !== 1 ? ` (cost ${route.cost})` : '';
+    if (config.tiers === undefined) {
+      const rules = route.rules.get(DEFAULT_PLAN) ?? [];
+      lines.push(
+        `route ${route.name}: ${methods} ${route.path}${cost} -> ${rules.map((rule) => ruleText(rule as never)).join('; ')}`,
+      );
+      continue;
+    }
+    lines.push(`route ${route.name}: ${methods} ${route.path}${cost}`);
+    for (const [plan, rules] of route.rules) {
+      lines.push(`  plan ${plan}: ${rules.map((rule) => ruleText(rule as never)).join('; ')}`);
+    }
   }
   return lines.join('\n');
 }
