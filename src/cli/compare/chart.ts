@@ -77,10 +77,6 @@ export function renderSvg(report: CompareReport): string {
       const buckets = series.admitted.length;
       const barW = panelW / buckets;
       const xOf = (t: number) => x0 + (t / scenario.durationMs) * panelW;
-      // Fixed windows' edges: where the fixed window's counter restarts.
-      for (let edge = report.windowMs; edge < scenario.durationMs; edge += report.windowMs) {
-        parts.push(line(xOf(edge), y0, xOf(edge), y0 + PANEL_H, COLORS.edge, '2 3'));
-      }
       const bars: string[] = [];
       for (let b = 0; b < buckets; b++) {
         const admitted = series.admitted[b] as number;
@@ -99,6 +95,10 @@ export function renderSvg(report: CompareReport): string {
           );
       }
       parts.push(...bars);
+      // Fixed windows' edges: where the fixed window's counter restarts.
+      for (let edge = report.windowMs; edge < scenario.durationMs; edge += report.windowMs) {
+        parts.push(line(xOf(edge), y0, xOf(edge), y0 + PANEL_H, COLORS.edge, '2 3'));
+      }
       // Trailing-window admissions against the limit (right-hand scale).
       const yLine = (value: number) => y0 + PANEL_H - (value / lineMax) * PANEL_H;
       parts.push(line(x0, yLine(report.limit), x0 + panelW, yLine(report.limit), COLORS.limit, '6 4', 1.2));
