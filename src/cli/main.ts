@@ -24,8 +24,8 @@ type Command = (argv: readonly string[]) => Promise<number>;
 
 const COMMANDS: Record<string, () => Promise<Command>> = {
   compare: async () => (await import('./compare/command.js')).compareCommand,
-  inspect: async () => (await import('./operate.js')).inspectCommand,
-  reset: async () => (await import('./operate.js')).resetCommand,
+  inspect: async () => (await import('./inspect.js')).inspectCommand,
+  reset: async () => (await import('./reset.js')).resetCommand,
   serve: async () => (await import('./serve/command.js')).serveCommand,
 };
 

@@ -14,6 +14,12 @@ export function fail(path: string, message: string): never {
 
 export type Fields = Record<string, unknown>;
 
+/** Field → label for fields that came from a flag, so errors name the flag. */
+export type Labels = Partial<Record<string, string>>;
+
+/** An HTTP header name (RFC 9110 token). */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 /** An object with only the given keys. */
 export function objectAt(value: unknown, path: string, keys: readonly string[]): Fields {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {

@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { type OptionSpec, type Parsed, RuntimeFailure, stringOption, UsageError } from '../args.js';
-import { ConfigError, type Fields } from './check.js';
-import { type GatewayConfig, type Labels, parseGatewayConfig } from './schema.js';
+import { ConfigError, type Fields, type Labels } from './check.js';
+import { type GatewayConfig, parseGatewayConfig } from './schema.js';
 
 /** Flags that choose the rules and the store: shared by serve, inspect and reset. */
 export const STORE_FLAGS = {

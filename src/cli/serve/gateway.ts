@@ -9,17 +9,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Decision } from '../../decision.js';
-import { createLimiter, type Limiter } from '../../limiter.js';
-import type { RuleOptions } from '../../rules.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
-import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec, sha256Hex } from '../config/schema.js';
+import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
 import { type AdapterOptions, decisionOf, type FloodgatePlugin, type RouteRateLimit } from './adapter.js';
 import { demoHandler } from './demo.js';
+import { createLimiterCache } from './limiters.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
 import { createProxy } from './proxy.js';
 import type { StoreHandle } from './store.js';
+import { createPlanOf, planConstraint } from './tiers.js';
 
 export interface GatewayParts {
   config: GatewayConfig;
@@ -55,31 +55,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     trustProxy: config.trustProxy,
     exposeHeadRoutes: false,
     return503OnClosing: false,
-    ...(planOf === undefined
-      ? {}
-      : {
-          routerOptions: {
-            constraints: {
-              plan: {
-                name: 'plan',
-                storage() {
-                  const stores = new Map<string, unknown>();
-                  return {
-                    get: (plan: string) => (stores.get(plan) ?? null) as never,
-                    set: (plan: string, store: unknown) => {
-                      stores.set(plan, store);
-                    },
-                  };
-                },
-                deriveConstraint: (req: IncomingMessage) => planOf(req),
-                mustMatchWhenDerived: false,
-                validate(value: unknown) {
-                  if (typeof value !== 'string') throw new TypeError('plan constraint must be a plan name');
-                },
-              },
-            },
-          },
-        }),
+    ...(planOf === undefined ? {} : { routerOptions: { constraints: { plan: planConstraint(planOf) } } }),
   });
 
   // Bodies are streamed, never parsed: the upstream (or the demo's echo) reads them.
@@ -248,51 +224,6 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
       rules: config.plans,
     },
   ];
-}
-
-/** The plan of a request, from the tier header; undefined when the config has no tiers. */
-function createPlanOf(config: GatewayConfig): ((req: IncomingMessage) => string) | undefined {
-  const tiers = config.tiers;
-  if (tiers === undefined) return undefined;
-  return function planOf(req) {
-    const raw = req.headers[tiers.header];
-    const value = Array.isArray(raw) ? raw[0] : raw;
-    if (value === undefined || value === '') return tiers.default;
-    if (tiers.keys !== undefined) return tiers.keys.get(sha256Hex(value)) ?? tiers.default;
-    return config.plans.has(value) ? value : tiers.default;
-  };
-}
-
-/** One limiter per distinct rule list: routes that only inherit their plan share its limiter. */
-function createLimiterCache(parts: GatewayParts) {
-  const { config, logger, metrics } = parts;
-  const cache = new Map<string, Limiter>();
-  let lastDegradedLog = 0;
-  return {
-    get(rules: readonly RuleOptions[]): Limiter {
-      const signature = JSON.stringify(rules);
-      let limiter = cache.get(signature);
-      if (limiter === undefined) {
-        limiter = createLimiter({
-          rules,
-          store: parts.store.store,
-          prefix: config.prefix,
-          timeout: config.storeTimeoutMs,
-          onStoreError: config.onStoreError,
-        });
-        limiter.on('storeError', () => metrics.storeErrors.inc());
-        limiter.on('degraded', ({ reason, cause }) => {
-          const now = Date.now();
-          if (now - lastDegradedLog < 1000) return;
-          lastDegradedLog = now;
-          logger.warn('store_degraded', { reason, policy: config.onStoreError, error: cause });
-        });
-        limiter.on('recovered', () => logger.info('store_recovered', { store: parts.store.label }));
-        cache.set(signature, limiter);
-      }
-      return limiter;
-    },
-  };
 }
 
 function tagOf(request: FastifyRequest): RouteTag | undefined {
