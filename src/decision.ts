@@ -81,5 +81,28 @@ export function decide(
   if (!allowed && (views[binding] as RuleDecision).allowed) {
     binding = views.findIndex((view) => !view.allowed);
   }
-  return { ...(views[binding] as RuleDecision), allowed, rules: views, degraded };
+  return withRules(views[binding] as RuleDecision, allowed, views, degraded);
+}
+
+/**
+ * The decision for a binding rule's view. Written out field by field: an object spread that
+ * then redefines one of the spread fields takes V8's slow path (~100× slower on the hot path).
+ */
+export function withRules(
+  binding: RuleDecision,
+  allowed: boolean,
+  rules: RuleDecision[],
+  degraded: Degraded,
+): Decision {
+  return {
+    rule: binding.rule,
+    allowed,
+    limit: binding.limit,
+    windowMs: binding.windowMs,
+    remaining: binding.remaining,
+    resetMs: binding.resetMs,
+    retryAfterMs: binding.retryAfterMs,
+    rules,
+    degraded,
+  };
 }

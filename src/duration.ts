@@ -51,5 +51,5 @@ export function describe(value: unknown): string {
     return String(value);
   if (typeof value === 'bigint') return `${value}n`;
   if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }

@@ -13,12 +13,14 @@ import { createHash } from 'node:crypto';
 export const MAX_ENCODED_KEY = 128;
 const SAFE_KEY = /^[A-Za-z0-9_.:@/+=~-]+$/;
 const SAFE_CHAR = /[A-Za-z0-9_.:@/+=~-]/;
+const UTF16_DOMAIN = Buffer.from([0xff]);
 
 /** Encodes a user's key for use inside a Redis key name (and as its hash tag). */
 export function encodeKey(key: string): string {
   if (key.length <= MAX_ENCODED_KEY && SAFE_KEY.test(key)) return key;
-  // Lone surrogates cannot be UTF-8 encoded losslessly: digest their UTF-16 form instead.
-  if (!key.isWellFormed()) return digest(Buffer.from(key, 'utf16le'));
+  // Lone surrogates cannot be UTF-8 encoded losslessly: digest their UTF-16 form instead, behind
+  // a 0xFF byte (never found in UTF-8) so those bytes can never be some other key's UTF-8 bytes.
+  if (!key.isWellFormed()) return digest(Buffer.concat([UTF16_DOMAIN, Buffer.from(key, 'utf16le')]));
   let encoded = '';
   for (const char of key) {
     if (SAFE_CHAR.test(char)) {

@@ -155,13 +155,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return keyHead(prefix, key);
   }
 
-  async function evaluate(
-    key: string,
-    options: CheckOptions | undefined,
-    consume: boolean,
-  ): Promise<Decision> {
-    const cost = options?.cost === undefined ? 1 : positiveInteger(options.cost, 'cost', MAX_COST);
-    const keyHeadValue = head(key);
+  /** The remote path: deny cache, then the store within its deadline and breaker. */
+  async function evaluateRemote(keyHeadValue: string, cost: number, consume: boolean): Promise<Decision> {
     // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
     if (denyCache !== undefined && cost <= smallestCapacity) {
       const cached = denyCache.get(keyHeadValue, cost, clock());
@@ -173,6 +168,35 @@ export function createLimiter(options: LimiterOptions): Limiter {
       denyCache.remember(keyHeadValue, cost, decision, clock());
     }
     return decision;
+  }
+
+  function costOf(options: CheckOptions | undefined): number {
+    if (options === undefined) return 1;
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError(`check options: expected { cost }, got ${describe(options)}`);
+    }
+    // A misspelt cost would otherwise silently charge 1.
+    for (const key in options) {
+      if (key !== 'cost')
+        throw new TypeError(`check options: unknown option '${key}'; the only option is cost`);
+    }
+    const cost = options.cost;
+    return cost === undefined ? 1 : positiveInteger(cost, 'cost', MAX_COST);
+  }
+
+  function evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision> {
+    try {
+      const cost = costOf(options);
+      const keyHeadValue = head(key);
+      if (store.local !== true) return evaluateRemote(keyHeadValue, cost, consume);
+      // In-process stores cannot hang or fail transiently: no deadline, no breaker, and no
+      // promise of their own when they answer synchronously.
+      const raw = store.evaluate(keyHeadValue, rules, cost, consume);
+      if (isPromise(raw)) return raw.then((values) => decide(rules, values, cost));
+      return Promise.resolve(decide(rules, raw, cost));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   const limiter: Limiter = {
@@ -201,6 +225,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
   };
   return limiter;
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T>)?.then === 'function';
 }
 
 function resolvePrefix(prefix: unknown): string {

@@ -92,7 +92,7 @@ function resolveRule(input: unknown, option: string): ResolvedRule {
   if (rule.burst !== undefined) {
     if (!algorithm.hasBurst) {
       throw new TypeError(
-        `${option}.burst: '${algorithm.name}' has no burst; only 'token-bucket' and 'gcra' take one`,
+        `${option}.burst: ${describe(rule.burst)} is not allowed: '${algorithm.name}' has no burst; only 'token-bucket' and 'gcra' take one`,
       );
     }
     capacity = positiveInteger(rule.burst, `${option}.burst`, Number.MAX_SAFE_INTEGER);

@@ -5,7 +5,8 @@
  * cached answer is the answer the store would give. A smaller cost is not covered: it may fit.
  * Bounded: at most `maxKeys` entries, least recently used dropped first.
  */
-import type { Decision } from '../decision.js';
+import { type Decision, type RuleDecision, withRules } from '../decision.js';
+import { createLru } from '../lru.js';
 
 interface Denial {
   decision: Decision;
@@ -24,7 +25,7 @@ export interface DenyCache {
 }
 
 export function createDenyCache(maxKeys: number): DenyCache {
-  const denials = new Map<string, Denial>();
+  const denials = createLru<Denial>(maxKeys);
   return {
     get size() {
       return denials.size;
@@ -41,12 +42,7 @@ export function createDenyCache(maxKeys: number): DenyCache {
     },
     remember(key, cost, decision, now) {
       if (!Number.isFinite(decision.retryAfterMs) || decision.retryAfterMs <= 0) return;
-      denials.delete(key);
       denials.set(key, { decision, cost, at: now, until: now + decision.retryAfterMs });
-      if (denials.size > maxKeys) {
-        const oldest = denials.keys().next();
-        if (!oldest.done) denials.delete(oldest.value);
-      }
     },
     forget(key) {
       denials.delete(key);
@@ -57,11 +53,17 @@ export function createDenyCache(maxKeys: number): DenyCache {
 /** The same denial, `elapsed` ms later: waits shrink, counts do not change. */
 function shift(decision: Decision, elapsed: number): Decision {
   if (elapsed <= 0) return decision;
-  const rules = decision.rules.map((rule) => ({
-    ...rule,
-    resetMs: Math.max(0, rule.resetMs - elapsed),
-    retryAfterMs: rule.allowed ? 0 : Math.max(1, rule.retryAfterMs - elapsed),
-  }));
-  const binding = rules.find((rule) => rule.rule === decision.rule) ?? rules[0];
-  return { ...decision, ...binding, allowed: false, rules };
+  const rules = decision.rules.map(
+    (rule): RuleDecision => ({
+      rule: rule.rule,
+      allowed: rule.allowed,
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      remaining: rule.remaining,
+      resetMs: Math.max(0, rule.resetMs - elapsed),
+      retryAfterMs: rule.allowed ? 0 : Math.max(1, rule.retryAfterMs - elapsed),
+    }),
+  );
+  const binding = rules.find((rule) => rule.rule === decision.rule) ?? (rules[0] as RuleDecision);
+  return withRules(binding, false, rules, decision.degraded);
 }

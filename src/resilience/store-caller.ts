@@ -50,14 +50,6 @@ export function createStoreCaller(
   events: StoreCallerEvents,
   clock: () => number,
 ): StoreCaller {
-  // In-process stores cannot hang or fail transiently: call them directly, with no timer.
-  if (store.local === true) {
-    return {
-      async call(head, rules, cost, consume) {
-        return { raw: await store.evaluate(head, rules, cost, consume), degraded: false };
-      },
-    };
-  }
   let healthy = true;
 
   function failed(reason: Exclude<Degraded, false>, cause: unknown): void {
@@ -95,7 +87,7 @@ export function createStoreCaller(
       }
       let outcome: ArrayLike<number> | typeof TIMED_OUT;
       try {
-        outcome = await withDeadline(store.evaluate(head, rules, cost, consume), timeoutMs);
+        outcome = await withDeadline(Promise.resolve(store.evaluate(head, rules, cost, consume)), timeoutMs);
       } catch (error) {
         breaker?.fail(clock());
         failed('error', error);

@@ -4,7 +4,9 @@
  * expired states are reclaimed as new checks arrive (no timer per key).
  */
 import { describe } from '../duration.js';
+import { createLru } from '../lru.js';
 import type { ResolvedRule } from '../rules.js';
+import { rejectUnknownOptions } from './options.js';
 import type { Store } from './types.js';
 
 export interface MemoryStoreOptions {
@@ -23,8 +25,7 @@ interface Entry {
   expiresAt: number;
 }
 
-/** How many least-recently-used entries each write inspects for expiry. */
-const SWEEP_PER_WRITE = 2;
+const MEMORY_STORE_OPTIONS = ['maxKeys', 'clock'];
 
 /**
  * Creates an in-memory store.
@@ -32,6 +33,7 @@ const SWEEP_PER_WRITE = 2;
  * const limiter = createLimiter({ store: memoryStore({ maxKeys: 50_000 }), rules: { algorithm: 'gcra', limit: 10, window: '1s' } });
  */
 export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonly size: number } {
+  rejectUnknownOptions('memoryStore', options, MEMORY_STORE_OPTIONS);
   const maxKeys = options.maxKeys ?? 100_000;
   if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
     throw new RangeError(`memoryStore maxKeys: ${describe(maxKeys)} must be an integer >= 1`);
@@ -39,28 +41,19 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   const clock = options.clock ?? Date.now;
   if (typeof clock !== 'function')
     throw new TypeError(`memoryStore clock: expected a function, got ${describe(clock)}`);
-  // A Map iterates in insertion order; re-inserting on use makes its first entry the least recently used.
-  const entries = new Map<string, Entry>();
+  const entries = createLru<Entry>(maxKeys);
 
-  function read(key: string, now: number): unknown {
-    const entry = entries.get(key);
-    if (entry === undefined) return undefined;
-    entries.delete(key);
-    if (entry.expiresAt <= now) return undefined;
-    entries.set(key, entry);
-    return entry.state;
-  }
-
-  function write(key: string, state: unknown, expiresAt: number): void {
-    entries.delete(key);
-    entries.set(key, { state, expiresAt });
-  }
-
+  /**
+   * Drops expired entries from the least recently used end, stopping at the first live one. Each
+   * entry is dropped once, so this is amortised O(1) per write, and idle state is reclaimed.
+   */
   function reclaim(now: number): void {
-    let inspected = 0;
-    for (const [key, entry] of entries) {
-      if (entries.size > maxKeys || entry.expiresAt <= now) entries.delete(key);
-      else if (++inspected >= SWEEP_PER_WRITE) break;
+    for (
+      let oldest = entries.oldest();
+      oldest !== undefined && oldest.value.expiresAt <= now;
+      oldest = entries.oldest()
+    ) {
+      entries.delete(oldest.key);
     }
   }
 
@@ -71,14 +64,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     get size() {
       return entries.size;
     },
-    async evaluate(head, rules, cost, consume) {
+    evaluate(head, rules, cost, consume) {
       const now = clock();
       const raw: number[] = new Array(rules.length * 5);
       const evaluations = new Array(rules.length);
+      const found: (Entry | undefined)[] = new Array(rules.length);
       let allAllowed = true;
       for (let i = 0; i < rules.length; i++) {
         const rule = rules[i] as ResolvedRule;
-        const evaluation = rule.algorithm.evaluate(read(head + rule.keyTail, now), now, cost, rule);
+        const entry = entries.get(head + rule.keyTail);
+        found[i] = entry;
+        const state = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
+        const evaluation = rule.algorithm.evaluate(state, now, cost, rule);
         evaluations[i] = evaluation;
         allAllowed &&= evaluation.allowed;
         const at = i * 5;
@@ -91,7 +88,17 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       if (allAllowed && consume) {
         for (let i = 0; i < rules.length; i++) {
           const evaluation = evaluations[i];
-          write(head + (rules[i] as ResolvedRule).keyTail, evaluation.commit(), now + evaluation.ttlMs);
+          const entry = found[i];
+          // Update in place when the entry exists (the lookup above made it the most recently used).
+          if (entry !== undefined) {
+            entry.state = evaluation.commit();
+            entry.expiresAt = now + evaluation.ttlMs;
+          } else {
+            entries.set(head + (rules[i] as ResolvedRule).keyTail, {
+              state: evaluation.commit(),
+              expiresAt: now + evaluation.ttlMs,
+            });
+          }
         }
         reclaim(now);
       }

@@ -43,13 +43,16 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
       eval: (script, keys, args) => io.eval(script, keys.length, ...keys, ...args),
     };
   }
-  if (hasMethods(client, 'evalSha', 'eval')) {
+  // node-redis shares the method names of a ScriptRunner but takes an options object; its
+  // clients, clusters and sentinels all have `sendCommand`, which a ScriptRunner need not have.
+  if (hasMethods(client, 'evalSha', 'eval', 'sendCommand')) {
     const node = client as NodeRedisLike;
     return {
       evalSha: (sha, keys, args) => node.evalSha(sha, { keys: [...keys], arguments: [...args] }),
       eval: (script, keys, args) => node.eval(script, { keys: [...keys], arguments: [...args] }),
     };
   }
+  if (hasMethods(client, 'evalSha', 'eval')) return client as ScriptRunner;
   throw new TypeError(
     `${option}: expected an ioredis/iovalkey Redis or Cluster, a node-redis client or cluster, or an object with evalSha(sha, keys, args) and eval(script, keys, args); got ${describe(client)}`,
   );
@@ -58,4 +61,13 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
 /** Whether an error is Redis saying it does not have the script cached (restart, failover, SCRIPT FLUSH, new node). */
 export function isNoScriptError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/**
+ * Whether an error is a cluster node refusing a multi-key call because the keys' slot is being
+ * migrated and they are split between two nodes. The script did not run. ioredis and iovalkey
+ * retry this themselves (`retryDelayOnTryAgain`); node-redis passes it on.
+ */
+export function isTryAgainError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('TRYAGAIN');
 }

@@ -1,13 +1,23 @@
 /**
  * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock.
  * The script is called by SHA; only when the server answers NOSCRIPT is it sent in full (which
- * also caches it again). Any other failure is passed on and never replayed, because a call that
- * timed out or failed may already have been applied.
+ * also caches it again). On a cluster, a TRYAGAIN answer (the key's slot is mid-migration) is
+ * retried after a short pause. Both answers mean the script did not run; any other failure is
+ * passed on and never replayed, because a call that timed out or failed may already have been
+ * applied.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../algorithms/script.js';
 import { describe } from '../duration.js';
 import type { ResolvedRule } from '../rules.js';
-import { isNoScriptError, type RedisClientLike, type ScriptRunner, toScriptRunner } from './redis-client.js';
+import { rejectUnknownOptions } from './options.js';
+import {
+  isNoScriptError,
+  isTryAgainError,
+  type RedisClientLike,
+  type ScriptRunner,
+  toScriptRunner,
+} from './redis-client.js';
 import type { Store } from './types.js';
 
 export interface RedisStoreOptions {
@@ -19,6 +29,15 @@ export interface RedisStoreOptions {
    */
   clock?: () => number;
 }
+
+const REDIS_STORE_OPTIONS = ['client', 'clock'];
+
+/**
+ * TRYAGAIN retries: pauses of 10, 20, 40, 80 and 160 ms, about as long as a slot migration takes
+ * to move one key's few entries. A migration that takes longer surfaces as an error.
+ */
+const TRYAGAIN_RETRIES = 5;
+const TRYAGAIN_FIRST_DELAY_MS = 10;
 
 /** The static part of the script's arguments for one rule list, computed once per list. */
 const ruleArgsCache = new WeakMap<readonly ResolvedRule[], { args: string[]; suffixes: string[][] }>();
@@ -55,19 +74,32 @@ export function redisStore(options: RedisStoreOptions): Store {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`redisStore: expected options { client }, got ${describe(options)}`);
   }
+  rejectUnknownOptions('redisStore', options, REDIS_STORE_OPTIONS);
   const runner: ScriptRunner = toScriptRunner(options.client, 'redisStore client');
   const clock = options.clock;
   if (clock !== undefined && typeof clock !== 'function') {
     throw new TypeError(`redisStore clock: expected a function, got ${describe(clock)}`);
   }
 
-  async function run(keys: string[], args: string[]): Promise<unknown> {
+  async function runOnce(keys: string[], args: string[]): Promise<unknown> {
     try {
       return await runner.evalSha(CHECK_SCRIPT_SHA, keys, args);
     } catch (error) {
       if (!isNoScriptError(error)) throw error;
       // NOSCRIPT means the script never ran: sending it in full cannot count a request twice.
       return runner.eval(CHECK_SCRIPT, keys, args);
+    }
+  }
+
+  async function run(keys: string[], args: string[]): Promise<unknown> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await runOnce(keys, args);
+      } catch (error) {
+        // TRYAGAIN also means the script never ran, so running it again cannot double count.
+        if (!isTryAgainError(error) || attempt >= TRYAGAIN_RETRIES) throw error;
+        await sleep(TRYAGAIN_FIRST_DELAY_MS * 2 ** attempt);
+      }
     }
   }
 

@@ -20,14 +20,15 @@ export interface Store {
   /**
    * Evaluates every rule for the key whose Redis-style head is `head` (see keys.ts) and, when
    * `consume` is set and all rules allow, consumes `cost` from each, atomically.
-   * Resolves to RAW_FIELDS numbers per rule (see decision.ts).
+   * Returns (or resolves to) RAW_FIELDS numbers per rule (see decision.ts); in-process stores
+   * answer synchronously, which spares the hot path a promise.
    */
   evaluate(
     head: string,
     rules: readonly ResolvedRule[],
     cost: number,
     consume: boolean,
-  ): Promise<ArrayLike<number>>;
+  ): ArrayLike<number> | Promise<ArrayLike<number>>;
   /** Forgets all state of the rules under `head`. */
   reset(head: string, rules: readonly ResolvedRule[]): Promise<void>;
 }

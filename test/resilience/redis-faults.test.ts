@@ -19,6 +19,9 @@ beforeAll(async () => {
   // Default ioredis settings on purpose: offline queue on, 20 retries per request.
   client = new Redis(server.port, '127.0.0.1');
   admin = new Redis(server.port, '127.0.0.1');
+  // The kill test makes connection errors on purpose; Floodgate reports them through its own events.
+  client.on('error', () => {});
+  admin.on('error', () => {});
 });
 
 afterAll(async () => {

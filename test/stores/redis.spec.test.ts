@@ -3,6 +3,7 @@ import { createClient } from 'redis';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { redisStore } from '../../src/index.js';
 import { runSpecification } from '../algorithms/run-spec.js';
+import { persistingIoRedisRunner, persistingNodeRedisRunner } from '../support/persisting-runner.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
 let server: RedisServer;
@@ -22,10 +23,14 @@ afterAll(async () => {
   await server?.stop();
 });
 
+// Simulated time drives both the script and expiry (see persisting-runner.ts).
 describe('specification on Redis through ioredis (script given the same times)', () => {
-  runSpecification((clock) => redisStore({ client: ioredis, clock }), 'spec-io');
+  runSpecification((clock) => redisStore({ client: persistingIoRedisRunner(ioredis), clock }), 'spec-io');
 });
 
 describe('specification on Redis through node-redis (script given the same times)', () => {
-  runSpecification((clock) => redisStore({ client: nodeRedis, clock }), 'spec-node');
+  runSpecification(
+    (clock) => redisStore({ client: persistingNodeRedisRunner(nodeRedis), clock }),
+    'spec-node',
+  );
 });

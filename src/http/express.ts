@@ -1,0 +1,65 @@
+/**
+ * Express middleware (Express 4.18+ and 5). The client address is `req.ip`, so Express's own
+ * `trust proxy` setting decides whether `X-Forwarded-For` is believed.
+ *
+ * @example
+ * import express from 'express';
+ * import { createLimiter } from 'floodgate';
+ * import { rateLimit } from 'floodgate/express';
+ *
+ * const app = express();
+ * app.use(rateLimit({ limiter: createLimiter({ rules: { algorithm: 'sliding-window', limit: 120, window: '1m' } }) }));
+ * // A stricter limit for one router: mount another rateLimit on it.
+ * const auth = express.Router();
+ * auth.use(rateLimit({ rules: { name: 'login', algorithm: 'fixed-window', limit: 5, window: '1m' } }));
+ * app.use('/auth', auth);
+ */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Decision } from '../decision.js';
+import { createGuard, moreRestrictive, nodeHeader, nodeHeaderTarget, problemBody } from './guard.js';
+import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
+
+export type { HeaderStyle } from './headers.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The decision of the last floodgate `rateLimit` that checked this request (the more restrictive of several). */
+    rateLimit?: Decision;
+  }
+}
+
+export interface RateLimitOptions extends HttpOptions<Request> {
+  /**
+   * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
+   * `Cache-Control: no-store` are already set; this must send the response.
+   */
+  onLimited?: (req: Request, res: Response, decision: Decision) => void | Promise<void>;
+}
+
+/**
+ * Creates an Express middleware that rate-limits every request passing through it.
+ * @example app.use(rateLimit({ rules: { algorithm: 'gcra', limit: 10, window: '1s' }, headers: 'draft-10' }));
+ */
+export function rateLimit(options: RateLimitOptions): RequestHandler {
+  const resolved = parseHttpOptions<Request>(options, 'rateLimit', ['onLimited']);
+  const onLimited = optionalFunction(options.onLimited, 'onLimited');
+  const guard = createGuard(resolved, {
+    header: (req, name) => nodeHeader(req.headers, name),
+    address: (req) => req.ip,
+  });
+
+  async function handle(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const decision = await guard.check(req);
+    if (decision === undefined) return next();
+    req.rateLimit = moreRestrictive(req.rateLimit, decision);
+    if (guard.respond(decision, nodeHeaderTarget(res))) return next();
+    if (onLimited !== undefined) return onLimited(req, res, decision);
+    res.status(429).type(PROBLEM_CONTENT_TYPE).send(problemBody(decision));
+  }
+
+  return function floodgateRateLimit(req, res, next) {
+    // Express 4 ignores a returned promise, so failures (a store outage) go to next(error) here.
+    handle(req, res, next).catch(next);
+  };
+}

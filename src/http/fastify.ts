@@ -1,0 +1,195 @@
+/**
+ * Fastify plugin (Fastify 4 and 5). Registered with `skip-override` (what `fastify-plugin`
+ * does), so its hook applies to every route of the instance it is registered on. The client
+ * address is `request.ip`, so Fastify's own `trustProxy` decides whether `X-Forwarded-For` is
+ * believed.
+ *
+ * Per-route limits: `config: { rateLimit: { ...options } }` adds a route limiter after the
+ * app-wide one (it inherits every app option except the limiter, and by default gets its own
+ * key prefix so its counts are its own); `config: { rateLimit: false }` exempts a route.
+ *
+ * @example
+ * import Fastify from 'fastify';
+ * import { floodgate } from 'floodgate/fastify';
+ *
+ * const app = Fastify({ trustProxy: 1 });
+ * await app.register(floodgate, { rules: { name: 'minute', algorithm: 'sliding-window', limit: 120, window: '1m' } });
+ * app.post('/login', { config: { rateLimit: { rules: { name: 'login', algorithm: 'fixed-window', limit: 5, window: '1m' } } } }, login);
+ * app.get('/health', { config: { rateLimit: false } }, () => 'ok');
+ */
+import { createHash } from 'node:crypto';
+import type {
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  onRequestHookHandler,
+  RouteOptions,
+} from 'fastify';
+import type { Decision } from '../decision.js';
+import { describe } from '../duration.js';
+import { createGuard, type Guard, moreRestrictive, nodeHeader, problemBody } from './guard.js';
+import type { HeaderTarget } from './headers.js';
+import { type HttpOptions, optionalFunction, parseHttpOptions, parseRequestOptions } from './options.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
+
+export type { HeaderStyle } from './headers.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The decision of the floodgate limiter(s) that checked this request (the more restrictive of several). */
+    rateLimit?: Decision;
+  }
+  interface FastifyContextConfig {
+    /** A route's own limiter (added to the app-wide one), or `false` to exempt the route. */
+    rateLimit?: FloodgateRouteOptions | false;
+  }
+}
+
+export interface FloodgateRouteOptions extends HttpOptions<FastifyRequest> {
+  /**
+   * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
+   * `Cache-Control: no-store` are already set; this must send the response (`reply.send`).
+   */
+  onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void | Promise<void>;
+}
+
+export interface FloodgateOptions extends FloodgateRouteOptions {
+  /**
+   * `true` (default): limit every route of the instance. `false`: only routes with
+   * `config.rateLimit`; then `limiter`/`rules` are optional and only lend routes their store.
+   */
+  global?: boolean;
+}
+
+const ROUTE_OPTIONS = ['onLimited'];
+/** Must match createLimiter's prefix rule. */
+const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
+
+/**
+ * Routes whose `config.rateLimit` a registration has already applied: when floodgate is
+ * registered more than once (an outer and an inner scope), only the first applies it, so a
+ * route limiter never counts a request twice.
+ */
+const claimedRoutes = new WeakSet<object>();
+
+interface RouteGuard {
+  guard: Guard<FastifyRequest>;
+  onLimited: FloodgateRouteOptions['onLimited'];
+}
+
+function buildRouteGuard(options: FloodgateRouteOptions, adapter: string): RouteGuard {
+  const resolved = parseHttpOptions<FastifyRequest>(options, adapter, ROUTE_OPTIONS);
+  return {
+    guard: createGuard(resolved, {
+      header: (request, name) => nodeHeader(request.headers, name),
+      address: (request) => request.ip,
+    }),
+    onLimited: optionalFunction(options.onLimited, 'onLimited'),
+  };
+}
+
+function replyTarget(reply: FastifyReply): HeaderTarget {
+  return {
+    get(name) {
+      const value = reply.getHeader(name);
+      if (value === undefined) return undefined;
+      return Array.isArray(value) ? value.join(', ') : String(value);
+    },
+    set(name, value) {
+      reply.header(name, value);
+    },
+  };
+}
+
+async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, reply: FastifyReply) {
+  const decision = await guard.check(request);
+  if (decision === undefined) return;
+  request.rateLimit = moreRestrictive(request.rateLimit, decision);
+  if (guard.respond(decision, replyTarget(reply))) return;
+  if (onLimited !== undefined) await onLimited(request, reply, decision);
+  else reply.code(429).type(PROBLEM_CONTENT_TYPE).send(problemBody(decision));
+  return reply;
+}
+
+/** A readable, valid key prefix for a route's own limiter; a digest when the URL does not fit. */
+function routePrefix(base: string, route: RouteOptions): string {
+  const methods = (Array.isArray(route.method) ? route.method : [route.method]).join('+');
+  const readable = `${base}:${methods}:${route.url}`;
+  if (PREFIX.test(readable)) return readable;
+  const digest = createHash('sha256').update(`${methods} ${route.url}`).digest('base64url').slice(0, 16);
+  return `${base.slice(0, 40)}:route~${digest}`;
+}
+
+async function floodgatePlugin(app: FastifyInstance, options: FloodgateOptions): Promise<void> {
+  const { global = true, ...shared } = options ?? {};
+  if (typeof global !== 'boolean') {
+    throw new TypeError(`floodgate global: expected true or false, got ${describe(global)}`);
+  }
+  const appGuard =
+    global || shared.limiter !== undefined || shared.rules !== undefined
+      ? buildRouteGuard(shared, 'floodgate')
+      : undefined;
+  if (appGuard === undefined) parseRequestOptions(shared, 'floodgate', ROUTE_OPTIONS);
+  const baseLimiter = appGuard?.guard.limiter;
+  const { limiter: _limiter, rules: _rules, store: _store, prefix: _prefix, ...inherited } = shared;
+  // One guard per route options object and URL: Fastify's automatic HEAD route shares its GET's.
+  const routeGuards = new WeakMap<object, Map<string, RouteGuard>>();
+
+  function routeGuard(config: FloodgateRouteOptions, route: RouteOptions): RouteGuard {
+    if (typeof config !== 'object' || config === null) {
+      throw new TypeError(
+        `config.rateLimit of ${route.url}: expected route options such as { rules } or false, got ${describe(config)}`,
+      );
+    }
+    let byUrl = routeGuards.get(config);
+    if (byUrl === undefined) {
+      byUrl = new Map();
+      routeGuards.set(config, byUrl);
+    }
+    let built = byUrl.get(route.url);
+    if (built === undefined) {
+      const merged: FloodgateRouteOptions = { ...inherited, ...config };
+      if (merged.limiter === undefined) {
+        if (merged.store === undefined && baseLimiter !== undefined) merged.store = baseLimiter.store;
+        merged.prefix ??= routePrefix(baseLimiter?.prefix ?? 'floodgate', route);
+      }
+      built = buildRouteGuard(merged, `config.rateLimit of ${route.url}`);
+      byUrl.set(route.url, built);
+    }
+    return built;
+  }
+
+  if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
+
+  app.addHook('onRoute', function floodgateOnRoute(route) {
+    const config = route.config?.rateLimit;
+    if (config === undefined || config === false || claimedRoutes.has(route)) return;
+    claimedRoutes.add(route);
+    const guard = routeGuard(config, route);
+    const hook: onRequestHookHandler = function floodgateRouteLimit(request, reply) {
+      return limit(guard, request, reply);
+    };
+    const existing = route.onRequest;
+    route.onRequest =
+      existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook];
+  });
+
+  if (global && appGuard !== undefined) {
+    const guard = appGuard;
+    app.addHook('onRequest', function floodgateLimit(request, reply) {
+      if (request.routeOptions.config?.rateLimit === false) return Promise.resolve();
+      return limit(guard, request, reply);
+    });
+  }
+}
+
+/**
+ * The Fastify plugin: `await app.register(floodgate, { limiter })`.
+ * @example await app.register(floodgate, { rules: { algorithm: 'token-bucket', limit: 10, window: '1s', burst: 20 }, headers: ['draft-10', 'legacy'] });
+ */
+export const floodgate: FastifyPluginAsync<FloodgateOptions> = Object.assign(floodgatePlugin, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: 'floodgate',
+  [Symbol.for('plugin-meta')]: { name: 'floodgate', fastify: '>=4' },
+});

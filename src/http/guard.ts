@@ -1,0 +1,100 @@
+/**
+ * The framework-neutral request path: request → (skip, key, cost) → limiter → decision, and
+ * decision → headers (+ the 429 body). Adapters supply how to read a header and the client
+ * address from their request type, and how to set a header on their response type.
+ */
+import type { Decision } from '../decision.js';
+import type { Limiter } from '../limiter.js';
+import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './headers.js';
+import { defaultKey } from './keys.js';
+import type { ResolvedHttpOptions } from './options.js';
+import { quotaExceededProblem } from './problem.js';
+
+/** How an adapter reads what the default key needs from its request type. */
+export interface RequestAccess<Req> {
+  /** A request header's value, repeated lines joined by `, `; `name` is lowercase. */
+  header(req: Req, name: string): string | undefined;
+  /** The client's address as the adapter determines it (its trust-proxy rules applied). */
+  address(req: Req): string | undefined;
+}
+
+export interface Guard<Req> {
+  readonly limiter: Limiter;
+  /** Skip, key, cost, limiter check and `onDecision`; `undefined` when `skip` let the request through. */
+  check(req: Req): Promise<Decision | undefined>;
+  /**
+   * Writes the decision's headers (and, for a denial, `Retry-After` and `Cache-Control`);
+   * returns whether the request is allowed.
+   */
+  respond(decision: Decision, target: HeaderTarget): boolean;
+}
+
+/** Builds the neutral guard of one adapter instance from its resolved options. */
+export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: RequestAccess<Req>): Guard<Req> {
+  const { limiter, key, cost, skip, onDecision, headers, keyPolicy } = options;
+
+  function keyOf(req: Req): string | Promise<string> {
+    if (key !== undefined) return key(req);
+    const apiKey =
+      keyPolicy.apiKeyHeader === undefined ? undefined : access.header(req, keyPolicy.apiKeyHeader);
+    return defaultKey(apiKey, access.address(req), keyPolicy);
+  }
+
+  return {
+    limiter,
+    check: async function checkRequest(req) {
+      if (skip !== undefined && (await skip(req))) return undefined;
+      const requestKey = await keyOf(req);
+      const units = typeof cost === 'number' ? cost : await cost(req);
+      const decision = await limiter.check(requestKey, { cost: units });
+      if (onDecision !== undefined) await onDecision(req, decision);
+      return decision;
+    },
+    respond: function respondToDecision(decision, target) {
+      writeRateLimitHeaders(target, decision, headers);
+      if (decision.allowed) return true;
+      writeDenialHeaders(target, decision);
+      return false;
+    },
+  };
+}
+
+/**
+ * Of two decisions on one request (two limiters), the one to expose: a denial, else the one with
+ * less remaining; on a tie, the later one. The same rule picks the single-valued headers.
+ */
+export function moreRestrictive(earlier: Decision | undefined, later: Decision): Decision {
+  if (earlier === undefined || !later.allowed) return later;
+  return earlier.remaining < later.remaining ? earlier : later;
+}
+
+/** The default 429 body, serialised (see problem.ts). */
+export function problemBody(decision: Decision): string {
+  return JSON.stringify(quotaExceededProblem(decision));
+}
+
+/** Reads a header of a Node request (`IncomingMessage.headers`), joining repeated values. */
+export function nodeHeader(
+  headers: Record<string, string | string[] | undefined>,
+  name: string,
+): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** Adapts a Node-style response (`getHeader`/`setHeader`, shared by Express and node:http) to a HeaderTarget. */
+export function nodeHeaderTarget(res: {
+  getHeader(name: string): number | string | readonly string[] | undefined;
+  setHeader(name: string, value: string): unknown;
+}): HeaderTarget {
+  return {
+    get(name) {
+      const value = res.getHeader(name);
+      if (value === undefined) return undefined;
+      return Array.isArray(value) ? value.join(', ') : String(value);
+    },
+    set(name, value) {
+      res.setHeader(name, value);
+    },
+  };
+}

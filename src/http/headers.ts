@@ -1,0 +1,144 @@
+/**
+ * Decision → rate-limit response headers, one serializer per header style, so a new draft is a
+ * new entry here and nothing else changes.
+ *
+ * - `draft-6`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` of the binding rule
+ *   and `RateLimit-Policy: 10;w=1, 120;w=60` (draft-ietf-httpapi-ratelimit-headers-06).
+ * - `draft-10`: `RateLimit-Policy: "minute";q=120;w=60` and `RateLimit: "minute";r=5;t=30`, one
+ *   list item per rule (drafts 08-11).
+ * - `legacy`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (seconds from now).
+ *
+ * Times are whole seconds rounded up. A reset is never more than the rule's window (sliding
+ * windows and buckets can take longer to drain fully); for a rule that denied, it is the time
+ * until this request could pass, so `Retry-After` is never earlier than the reset.
+ *
+ * Two limiters on one response: list fields get the later limiter's items appended, so every
+ * policy stays readable; the single-valued fields keep the more restrictive decision (a denial,
+ * else the lower remaining; on a tie, the later one).
+ */
+import type { Decision, RuleDecision } from '../decision.js';
+import { MAX_SF_INTEGER, sfInteger, sfItem, sfList } from './structured.js';
+
+export type HeaderStyle = 'draft-6' | 'draft-10' | 'legacy';
+export const HEADER_STYLES: readonly HeaderStyle[] = ['draft-6', 'draft-10', 'legacy'];
+
+/** Where headers go: each adapter wraps its response object in these two calls. */
+export interface HeaderTarget {
+  /** The header's current value (several values joined by `, `), or `undefined`. */
+  get(name: string): string | undefined;
+  set(name: string, value: string): void;
+}
+
+/** Whole seconds, rounded up, clamped to what a Structured Field Integer holds. */
+function seconds(ms: number): number {
+  return Math.min(MAX_SF_INTEGER, Math.ceil(ms / 1000));
+}
+
+/** A rule's window in whole seconds; windows under a second count as 1 (`w` must be non-zero). */
+export function windowSeconds(view: RuleDecision): number {
+  return Math.max(1, seconds(view.windowMs));
+}
+
+/**
+ * Seconds until the rule resets, never more than its window: for a rule that denied, until this
+ * request could pass; otherwise until the quota is fully restored.
+ */
+export function resetSeconds(view: RuleDecision): number {
+  const waitMs = !view.allowed && Number.isFinite(view.retryAfterMs) ? view.retryAfterMs : view.resetMs;
+  return Math.min(windowSeconds(view), seconds(waitMs));
+}
+
+/** `Retry-After` in whole seconds (at least 1), or `undefined` when the request can never pass. */
+export function retryAfterSeconds(decision: Decision): number | undefined {
+  if (decision.allowed || !Number.isFinite(decision.retryAfterMs)) return undefined;
+  return Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+}
+
+type FieldMode = 'list' | 'binding';
+type Field = readonly [name: string, value: string, mode: FieldMode];
+
+const SERIALIZERS: Record<HeaderStyle, (decision: Decision) => Field[]> = {
+  'draft-6': (decision) => [
+    ['RateLimit-Limit', sfInteger(decision.limit), 'binding'],
+    ['RateLimit-Remaining', sfInteger(decision.remaining), 'binding'],
+    ['RateLimit-Reset', sfInteger(resetSeconds(decision)), 'binding'],
+    [
+      'RateLimit-Policy',
+      sfList(decision.rules.map((view) => sfItem(view.limit, [['w', windowSeconds(view)]]))),
+      'list',
+    ],
+  ],
+  'draft-10': (decision) => [
+    [
+      'RateLimit-Policy',
+      sfList(
+        decision.rules.map((view) =>
+          sfItem(view.rule, [
+            ['q', view.limit],
+            ['w', windowSeconds(view)],
+          ]),
+        ),
+      ),
+      'list',
+    ],
+    [
+      'RateLimit',
+      sfList(
+        decision.rules.map((view) =>
+          sfItem(view.rule, [
+            ['r', view.remaining],
+            ['t', resetSeconds(view)],
+          ]),
+        ),
+      ),
+      'list',
+    ],
+  ],
+  legacy: (decision) => [
+    ['X-RateLimit-Limit', sfInteger(decision.limit), 'binding'],
+    ['X-RateLimit-Remaining', sfInteger(decision.remaining), 'binding'],
+    ['X-RateLimit-Reset', sfInteger(resetSeconds(decision)), 'binding'],
+  ],
+};
+
+/** The header fields of `decision` in the given styles, without regard to what is already set. */
+export function rateLimitHeaders(decision: Decision, styles: readonly HeaderStyle[]): [string, string][] {
+  return styles.flatMap((style) =>
+    SERIALIZERS[style](decision).map(([name, value]): [string, string] => [name, value]),
+  );
+}
+
+/** The remaining-field of each style's binding group, used to compare two limiters' decisions. */
+const REMAINING_FIELD: Partial<Record<HeaderStyle, string>> = {
+  'draft-6': 'RateLimit-Remaining',
+  legacy: 'X-RateLimit-Remaining',
+};
+
+/** Writes `decision`'s rate-limit headers, merging with those an earlier limiter wrote. */
+export function writeRateLimitHeaders(
+  target: HeaderTarget,
+  decision: Decision,
+  styles: readonly HeaderStyle[],
+): void {
+  for (const style of styles) {
+    const remainingField = REMAINING_FIELD[style];
+    const earlier = remainingField === undefined ? undefined : target.get(remainingField);
+    // `!(a > b)` rather than `a <= b`: a value that is not a number never wins over ours.
+    const bindingWins = !decision.allowed || earlier === undefined || !(decision.remaining > Number(earlier));
+    for (const [name, value, mode] of SERIALIZERS[style](decision)) {
+      if (mode === 'list') {
+        const existing = target.get(name);
+        target.set(name, existing === undefined || existing === '' ? value : `${existing}, ${value}`);
+      } else if (bindingWins) {
+        target.set(name, value);
+      }
+    }
+  }
+}
+
+/** Headers of a 429 besides the rate-limit ones: `Retry-After` (when it can ever pass) and `Cache-Control`. */
+export function writeDenialHeaders(target: HeaderTarget, decision: Decision): void {
+  const retryAfter = retryAfterSeconds(decision);
+  if (retryAfter !== undefined) target.set('Retry-After', String(retryAfter));
+  target.set('Cache-Control', 'no-store');
+}

@@ -1,0 +1,75 @@
+/**
+ * The default rate-limit key of a request: its API key when it sends one, else its client
+ * address. API keys are hashed (SHA-256, or HMAC-SHA-256 with `apiKeySecret`) before they reach
+ * the store, so they never sit in Redis or in logs in clear. The two kinds of key live in
+ * separate namespaces (`key:` and `ip:`), so no address can collide with an API key.
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { DEFAULT_IPV6_SUBNET, ipIdentity } from './ip.js';
+
+/** API keys longer than this are treated as malformed (no real key is kilobytes long). */
+export const MAX_API_KEY_LENGTH = 1024;
+/** Visible ASCII only: control characters, spaces and non-ASCII bytes are never part of a real key. */
+const API_KEY = /^[\x21-\x7E]+$/;
+/** The key of every request whose address is unknown or malformed: they share one bucket. */
+export const UNKNOWN_CLIENT = 'ip:unknown';
+
+export interface KeyPolicy {
+  /** Header carrying the API key (lowercase), or `undefined` to key by address only. */
+  readonly apiKeyHeader: string | undefined;
+  /** HMAC secret for API keys; without one, a plain SHA-256 with a fixed label. */
+  readonly apiKeySecret: Buffer | undefined;
+  /** IPv6 grouping prefix length. */
+  readonly ipv6Subnet: number;
+}
+
+export const DEFAULT_KEY_POLICY: KeyPolicy = {
+  apiKeyHeader: 'x-api-key',
+  apiKeySecret: undefined,
+  ipv6Subnet: DEFAULT_IPV6_SUBNET,
+};
+
+/**
+ * The API key in a header value, or `undefined` when there is none or it is malformed.
+ * Repeated header lines arrive joined by `,`: the same key repeated counts as that key;
+ * different keys, over-long values, control characters or non-ASCII bytes count as no key, so
+ * the request falls back to its address rather than to a fresh bucket of its own making.
+ */
+export function apiKeyFrom(value: string | undefined): string | undefined {
+  if (value === undefined || value.length > MAX_API_KEY_LENGTH * 4) return undefined;
+  let key: string | undefined;
+  for (const part of value.split(',')) {
+    const candidate = part.trim();
+    if (candidate === '') continue;
+    if (key !== undefined && candidate !== key) return undefined;
+    key = candidate;
+  }
+  if (key === undefined || key.length > MAX_API_KEY_LENGTH || !API_KEY.test(key)) return undefined;
+  return key;
+}
+
+/** A one-way digest of an API key, safe to store and log: `key:<base64url SHA-256>`. */
+export function hashApiKey(apiKey: string, secret: Buffer | undefined): string {
+  const digest =
+    secret === undefined
+      ? createHash('sha256').update('floodgate api key\0').update(apiKey)
+      : createHmac('sha256', secret).update(apiKey);
+  return `key:${digest.digest('base64url')}`;
+}
+
+/** The address part of a key: `ip:192.0.2.1`, `ip:2001:db8:1:2::/64`, or `ip:unknown`. */
+export function addressKey(address: string | undefined, ipv6Subnet: number): string {
+  const identity = ipIdentity(address, ipv6Subnet);
+  return identity === undefined ? UNKNOWN_CLIENT : `ip:${identity}`;
+}
+
+/** The default key of a request, from its API key header value and its client address. */
+export function defaultKey(
+  apiKeyHeaderValue: string | undefined,
+  address: string | undefined,
+  policy: KeyPolicy,
+): string {
+  const apiKey = apiKeyFrom(apiKeyHeaderValue);
+  if (apiKey !== undefined) return hashApiKey(apiKey, policy.apiKeySecret);
+  return addressKey(address, policy.ipv6Subnet);
+}

@@ -1,0 +1,76 @@
+/**
+ * A guard for plain `node:http` (and `node:https`, and frameworks built on them without their
+ * own adapter). The client address is the socket's peer unless `trustProxy` says which
+ * `X-Forwarded-For` hops to believe.
+ *
+ * @example
+ * import { createServer } from 'node:http';
+ * import { createHttpGuard } from 'floodgate/node';
+ *
+ * const guard = createHttpGuard({ rules: { algorithm: 'sliding-window', limit: 120, window: '1m' } });
+ * createServer(async (req, res) => {
+ *   if (!(await guard(req, res))) return; // 429 already sent
+ *   res.end('hello');
+ * }).listen(3000);
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Decision } from '../decision.js';
+import { createGuard, moreRestrictive, nodeHeader, nodeHeaderTarget, problemBody } from './guard.js';
+import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
+import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
+
+export type { HeaderStyle } from './headers.js';
+export type { TrustProxy } from './proxy.js';
+
+/** A request that a guard has checked: its decision is `req.rateLimit`. */
+export type RateLimitedRequest = IncomingMessage & { rateLimit?: Decision };
+
+export interface HttpGuardOptions extends HttpOptions<IncomingMessage> {
+  /**
+   * Which `X-Forwarded-For` hops to believe: `false` (default: none, the socket peer is the
+   * client), a number of trusted proxy hops, addresses/CIDRs of trusted proxies (or
+   * `'loopback'`, `'linklocal'`, `'uniquelocal'`), or `true` (all: only behind a proxy that
+   * overwrites the header).
+   */
+  trustProxy?: TrustProxy;
+  /**
+   * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
+   * `Cache-Control: no-store` are already set; this must end the response.
+   */
+  onLimited?: (req: IncomingMessage, res: ServerResponse, decision: Decision) => void | Promise<void>;
+}
+
+/** Resolves `true` when the request may proceed; `false` when a 429 was sent. */
+export type HttpGuard = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
+/**
+ * Creates a guard for node:http handlers. The decision is also set as `req.rateLimit`.
+ * @example const guard = createHttpGuard({ limiter, trustProxy: 'loopback' });
+ */
+export function createHttpGuard(options: HttpGuardOptions): HttpGuard {
+  const resolved = parseHttpOptions<IncomingMessage>(options, 'createHttpGuard', ['trustProxy', 'onLimited']);
+  const trust = parseTrustProxy(options.trustProxy);
+  const onLimited = optionalFunction(options.onLimited, 'onLimited');
+  const guard = createGuard(resolved, {
+    header: (req, name) => nodeHeader(req.headers, name),
+    address: (req) =>
+      clientAddress(req.socket.remoteAddress, nodeHeader(req.headers, 'x-forwarded-for'), trust),
+  });
+
+  return async function floodgateHttpGuard(req, res) {
+    const decision = await guard.check(req);
+    if (decision === undefined) return true;
+    const checked = req as RateLimitedRequest;
+    checked.rateLimit = moreRestrictive(checked.rateLimit, decision);
+    if (guard.respond(decision, nodeHeaderTarget(res))) return true;
+    if (onLimited !== undefined) {
+      await onLimited(req, res, decision);
+    } else {
+      res.statusCode = 429;
+      res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
+      res.end(problemBody(decision));
+    }
+    return false;
+  };
+}

@@ -1,0 +1,201 @@
+/**
+ * The options every HTTP adapter shares, validated once when the middleware is created; the
+ * request path trusts the resolved form. Errors name the option and what it accepts, in the
+ * same style as the rule errors.
+ */
+import type { Decision } from '../decision.js';
+import { describe } from '../duration.js';
+import { createLimiter, type Limiter } from '../limiter.js';
+import type { RuleOptions } from '../rules.js';
+import type { Store } from '../stores/types.js';
+import { HEADER_STYLES, type HeaderStyle } from './headers.js';
+import { DEFAULT_IPV6_SUBNET } from './ip.js';
+import type { KeyPolicy } from './keys.js';
+
+type MaybePromise<T> = T | Promise<T>;
+
+/** Options shared by `rateLimit` (Express), `floodgate` (Fastify), `createHttpGuard` and `createFetchGuard`. */
+export interface HttpOptions<Req> {
+  /** The limiter to check requests against. Give this, or `rules` (with `store` and `prefix`) to build one. */
+  limiter?: Limiter;
+  /** Rules of a limiter built for this middleware (see `createLimiter`). */
+  rules?: RuleOptions | readonly RuleOptions[];
+  /** Store of the limiter built from `rules`. Default: a new memory store. */
+  store?: Store;
+  /** Key prefix of the limiter built from `rules`. Default `'floodgate'`. */
+  prefix?: string;
+  /**
+   * The key a request is counted under. Default: the hashed `x-api-key` header when the request
+   * sends a well-formed one, else the client address (IPv6 grouped by `ipv6Subnet`).
+   */
+  key?: (req: Req) => MaybePromise<string>;
+  /** Units a request takes: a positive integer or a function returning one. Default 1. */
+  cost?: number | ((req: Req) => MaybePromise<number>);
+  /** Requests for which this returns true bypass the limiter (no count, no headers). */
+  skip?: (req: Req) => MaybePromise<boolean>;
+  /** Rate-limit headers to send: `'draft-6'` (default), `'draft-10'`, `'legacy'`, several of them, or `false`. */
+  headers?: HeaderStyle | false | readonly HeaderStyle[];
+  /** Called with every decision (allowed or denied), before the response, e.g. for logs and metrics. */
+  onDecision?: (req: Req, decision: Decision) => MaybePromise<void>;
+  /** Header the default key reads the API key from, or `false` to key by address only. Default `'x-api-key'`. */
+  apiKeyHeader?: string | false;
+  /** Secret for HMAC-SHA-256 of API keys in the default key. Default: none, plain SHA-256. */
+  apiKeySecret?: string;
+  /** Prefix length IPv6 clients are grouped by in the default key, 1-128. Default 64. */
+  ipv6Subnet?: number;
+}
+
+/** The validated form of HttpOptions. */
+export interface ResolvedHttpOptions<Req> {
+  readonly limiter: Limiter;
+  readonly key: ((req: Req) => MaybePromise<string>) | undefined;
+  readonly cost: number | ((req: Req) => MaybePromise<number>);
+  readonly skip: ((req: Req) => MaybePromise<boolean>) | undefined;
+  readonly headers: readonly HeaderStyle[];
+  readonly onDecision: ((req: Req, decision: Decision) => MaybePromise<void>) | undefined;
+  readonly keyPolicy: KeyPolicy;
+}
+
+export const HTTP_OPTIONS = [
+  'limiter',
+  'rules',
+  'store',
+  'prefix',
+  'key',
+  'cost',
+  'skip',
+  'headers',
+  'onDecision',
+  'apiKeyHeader',
+  'apiKeySecret',
+  'ipv6Subnet',
+] as const;
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Validates the shared options. `adapter` names the caller in messages; `extra` lists the
+ * adapter's own option names, which it validates itself.
+ */
+export function parseHttpOptions<Req>(
+  input: unknown,
+  adapter: string,
+  extra: readonly string[] = [],
+): ResolvedHttpOptions<Req> {
+  const request = parseRequestOptions<Req>(input, adapter, extra);
+  return { limiter: resolveLimiter(input as HttpOptions<Req>), ...request };
+}
+
+/** Validates every shared option except the limiter ones (for options that only set defaults). */
+export function parseRequestOptions<Req>(
+  input: unknown,
+  adapter: string,
+  extra: readonly string[] = [],
+): Omit<ResolvedHttpOptions<Req>, 'limiter'> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new TypeError(`${adapter}: expected an options object such as { limiter }, got ${describe(input)}`);
+  }
+  const options = input as HttpOptions<Req>;
+  const known = [...HTTP_OPTIONS, ...extra];
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      throw new TypeError(`${adapter}: unknown option '${name}'; the options are ${known.join(', ')}`);
+    }
+  }
+  let cost: ResolvedHttpOptions<Req>['cost'] = 1;
+  if (typeof options.cost === 'function') cost = options.cost;
+  else if (options.cost !== undefined) {
+    if (typeof options.cost !== 'number' || !Number.isSafeInteger(options.cost) || options.cost < 1) {
+      throw new RangeError(
+        `cost: ${describe(options.cost)} must be a positive integer or a function (req) => positive integer`,
+      );
+    }
+    cost = options.cost;
+  }
+  return {
+    key: optionalFunction(options.key, 'key'),
+    cost,
+    skip: optionalFunction(options.skip, 'skip'),
+    headers: parseHeaderStyles(options.headers),
+    onDecision: optionalFunction(options.onDecision, 'onDecision'),
+    keyPolicy: parseKeyPolicy(options),
+  };
+}
+
+/** The limiter the options give or describe: `limiter`, or one built from `rules`, `store`, `prefix`. */
+export function resolveLimiter(
+  options: Pick<HttpOptions<unknown>, 'limiter' | 'rules' | 'store' | 'prefix'>,
+): Limiter {
+  const { limiter, rules, store, prefix } = options;
+  if (limiter !== undefined) {
+    if (rules !== undefined || store !== undefined || prefix !== undefined) {
+      throw new TypeError(
+        `limiter: give either a limiter or rules (with store and prefix) to build one, not both`,
+      );
+    }
+    if (typeof limiter !== 'object' || limiter === null || typeof limiter.check !== 'function') {
+      throw new TypeError(`limiter: expected a limiter made by createLimiter(), got ${describe(limiter)}`);
+    }
+    return limiter;
+  }
+  if (rules === undefined) {
+    throw new TypeError(
+      `limiter: required; pass limiter: createLimiter({ rules, store }) or rules: { algorithm, limit, window } (with an optional store)`,
+    );
+  }
+  return createLimiter({
+    rules,
+    ...(store === undefined ? {} : { store }),
+    ...(prefix === undefined ? {} : { prefix }),
+  });
+}
+
+/** Validates `headers` into a list of distinct styles (empty for `false`). */
+export function parseHeaderStyles(value: unknown): readonly HeaderStyle[] {
+  if (value === undefined) return ['draft-6'];
+  if (value === false) return [];
+  const list = Array.isArray(value) ? value : [value];
+  const allowed = `${HEADER_STYLES.map((style) => `'${style}'`).join(', ')}, false, or a list of styles`;
+  const styles: HeaderStyle[] = [];
+  for (const [index, style] of list.entries()) {
+    if (!HEADER_STYLES.includes(style)) {
+      const where = Array.isArray(value) ? `headers[${index}]` : 'headers';
+      throw new RangeError(`${where}: ${describe(style)} is not one of ${allowed}`);
+    }
+    if (!styles.includes(style)) styles.push(style);
+  }
+  if (styles.includes('draft-6') && styles.includes('draft-10')) {
+    throw new RangeError(
+      `headers: 'draft-6' and 'draft-10' cannot be sent together: both define RateLimit-Policy, with different syntax; choose one (either can be combined with 'legacy')`,
+    );
+  }
+  return styles;
+}
+
+function parseKeyPolicy(
+  options: Pick<HttpOptions<unknown>, 'apiKeyHeader' | 'apiKeySecret' | 'ipv6Subnet'>,
+): KeyPolicy {
+  const { apiKeyHeader = 'x-api-key', apiKeySecret, ipv6Subnet = DEFAULT_IPV6_SUBNET } = options;
+  if (apiKeyHeader !== false && (typeof apiKeyHeader !== 'string' || !HEADER_NAME.test(apiKeyHeader))) {
+    throw new RangeError(`apiKeyHeader: ${describe(apiKeyHeader)} must be a header name or false`);
+  }
+  if (apiKeySecret !== undefined && (typeof apiKeySecret !== 'string' || apiKeySecret.length === 0)) {
+    throw new TypeError(`apiKeySecret: expected a non-empty string, got ${describe(apiKeySecret)}`);
+  }
+  if (!Number.isSafeInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
+    throw new RangeError(`ipv6Subnet: ${describe(ipv6Subnet)} must be an integer from 1 to 128`);
+  }
+  return {
+    apiKeyHeader: apiKeyHeader === false ? undefined : apiKeyHeader.toLowerCase(),
+    apiKeySecret: apiKeySecret === undefined ? undefined : Buffer.from(apiKeySecret, 'utf8'),
+    ipv6Subnet,
+  };
+}
+
+/** Validates an optional callback option. */
+export function optionalFunction<F>(value: F | undefined, option: string): F | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new TypeError(`${option}: expected a function, got ${describe(value)}`);
+  }
+  return value;
+}

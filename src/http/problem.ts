@@ -1,0 +1,53 @@
+/**
+ * The body of a 429: an RFC 9457 problem document with the `quota-exceeded` problem type from
+ * draft-ietf-httpapi-ratelimit-headers, naming the policies that denied the request and when to
+ * retry. Nothing from the request is echoed back.
+ */
+import type { Decision } from '../decision.js';
+import { retryAfterSeconds } from './headers.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+
+/** The members of the default 429 body. */
+export interface QuotaExceededProblem {
+  type: typeof QUOTA_EXCEEDED_TYPE;
+  title: 'Too Many Requests';
+  status: 429;
+  detail: string;
+  /** Names of the rules that denied the request. */
+  'violated-policies': string[];
+  /** Seconds until the request may pass, as in `Retry-After`; absent when it never can. */
+  'retry-after'?: number;
+}
+
+/** Builds the problem document for a denied decision. */
+export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
+  const violated = decision.rules.filter((view) => !view.allowed).map((view) => view.rule);
+  const names = violated.map((name) => `'${name}'`).join(', ');
+  const retryAfter = retryAfterSeconds(decision);
+  const problem: QuotaExceededProblem = {
+    type: QUOTA_EXCEEDED_TYPE,
+    title: 'Too Many Requests',
+    status: 429,
+    detail: describeDenial(decision, names, violated.length, retryAfter),
+    'violated-policies': violated,
+  };
+  if (retryAfter !== undefined) problem['retry-after'] = retryAfter;
+  return problem;
+}
+
+function describeDenial(
+  decision: Decision,
+  names: string,
+  count: number,
+  retryAfter: number | undefined,
+): string {
+  if (retryAfter === undefined) {
+    return `This request costs more than policy '${decision.rule}' can ever admit (at most ${decision.limit}); it will never be allowed, so do not retry it.`;
+  }
+  const wait = `retry in ${retryAfter} second${retryAfter === 1 ? '' : 's'}`;
+  // A denial by the limiter's `onStoreError: 'closed'` policy, not by anyone's usage.
+  if (decision.degraded !== false) return `Rate limiting is temporarily unavailable; ${wait}.`;
+  return `Quota exceeded for ${count === 1 ? 'policy' : 'policies'} ${names}; ${wait}.`;
+}

@@ -1,0 +1,168 @@
+/**
+ * The one check script: its SHA is pinned so an edit is always deliberate, it survives the
+ * server forgetting it (NOSCRIPT) without counting anything twice, and no call is ever re-sent
+ * after any other failure, since such a call may already have been applied.
+ */
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../../src/algorithms/script.js';
+import { createLimiter, type Limiter, redisStore, type ScriptRunner } from '../../src/index.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+
+const PINNED_SHA = '4064302e11793f9d3011decddb5b0020e8bb4699';
+
+let server: RedisServer;
+let ioredis: Redis;
+let nodeRedis: ReturnType<typeof createClient>;
+let keys = 0;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  ioredis = new Redis(server.port, '127.0.0.1');
+  nodeRedis = createClient({ url: server.url });
+  await nodeRedis.connect();
+});
+
+afterAll(async () => {
+  ioredis?.disconnect();
+  await nodeRedis?.quit();
+  await server?.stop();
+});
+
+interface Calls {
+  evalSha: number;
+  eval: number;
+}
+
+/**
+ * A ScriptRunner over a real ioredis client that counts calls. `fail` decides per call whether
+ * to fail it, and whether the failure happens before the call reaches Redis or after Redis
+ * has applied it (as a timeout would).
+ */
+function countingRunner(fail: (call: number) => 'before' | 'after' | undefined = () => undefined) {
+  const calls: Calls = { evalSha: 0, eval: 0 };
+  let call = 0;
+  async function send(run: () => Promise<unknown>): Promise<unknown> {
+    const failure = fail(call++);
+    if (failure === 'before') throw new Error('ECONNRESET injected before sending');
+    const reply = await run();
+    if (failure === 'after') throw new Error('Command timed out (injected after Redis applied it)');
+    return reply;
+  }
+  const runner: ScriptRunner = {
+    evalSha(sha, keys, args) {
+      calls.evalSha++;
+      return send(() => ioredis.evalsha(sha, keys.length, ...keys, ...args));
+    },
+    eval(script, keys, args) {
+      calls.eval++;
+      return send(() => ioredis.eval(script, keys.length, ...keys, ...args));
+    },
+  };
+  return { runner, calls };
+}
+
+function limiterOn(client: ScriptRunner | Redis | ReturnType<typeof createClient>): Limiter {
+  return createLimiter({
+    store: redisStore({ client }),
+    prefix: 'script',
+    rules: [
+      { name: 'log', algorithm: 'sliding-log', limit: 10, window: '1h' },
+      { name: 'bucket', algorithm: 'token-bucket', limit: 20, window: '1h' },
+    ],
+  });
+}
+
+async function remainingAfterChecks(limiter: Limiter, key: string, checks: number): Promise<number[]> {
+  const remaining: number[] = [];
+  for (let i = 0; i < checks; i++) {
+    const decision = await limiter.check(key);
+    expect(decision.allowed).toBe(true);
+    remaining.push(decision.remaining);
+  }
+  return remaining;
+}
+
+describe('the check script', () => {
+  it('has the pinned SHA (update the pin deliberately when the script changes)', () => {
+    expect(
+      CHECK_SCRIPT_SHA,
+      'the Lua check script changed: review the change, then update PINNED_SHA in test/algorithms/script.test.ts deliberately',
+    ).toBe(PINNED_SHA);
+  });
+
+  it('is what Redis itself hashes to that SHA', async () => {
+    expect(await ioredis.script('LOAD', CHECK_SCRIPT)).toBe(CHECK_SCRIPT_SHA);
+  });
+});
+
+describe('NOSCRIPT after SCRIPT FLUSH', () => {
+  it.each([
+    ['ioredis', () => ioredis],
+    ['node-redis', () => nodeRedis],
+  ] as const)('%s: checks keep working, nothing counted twice', async (_name, client) => {
+    const limiter = limiterOn(client());
+    const key = `flush-${keys++}`;
+    expect(await remainingAfterChecks(limiter, key, 3)).toEqual([9, 8, 7]);
+    for (let flush = 0; flush < 3; flush++) {
+      await ioredis.script('FLUSH');
+      expect(await ioredis.script('EXISTS', CHECK_SCRIPT_SHA)).toEqual([0]);
+      expect(await remainingAfterChecks(limiter, key, 2)).toEqual([6 - 2 * flush, 5 - 2 * flush]);
+    }
+  });
+
+  it('re-sends the script once, by EVAL, only on NOSCRIPT', async () => {
+    const { runner, calls } = countingRunner();
+    const limiter = limiterOn(runner);
+    const key = `counted-${keys++}`;
+    await ioredis.script('FLUSH');
+    expect(await remainingAfterChecks(limiter, key, 1)).toEqual([9]);
+    expect(calls).toEqual({ evalSha: 1, eval: 1 });
+    // EVAL cached the script again: the next calls go by SHA alone.
+    expect(await remainingAfterChecks(limiter, key, 2)).toEqual([8, 7]);
+    expect(calls).toEqual({ evalSha: 3, eval: 1 });
+  });
+});
+
+describe('other failures are never replayed', () => {
+  it('a failure before the call reached Redis: degraded, sent once, nothing consumed', async () => {
+    const { runner, calls } = countingRunner((call) => (call === 1 ? 'before' : undefined));
+    const limiter = limiterOn(runner);
+    const key = `before-${keys++}`;
+    expect(await remainingAfterChecks(limiter, key, 1)).toEqual([9]);
+    expect((await limiter.check(key)).degraded).toBe('error');
+    expect(calls).toEqual({ evalSha: 2, eval: 0 });
+    expect(await remainingAfterChecks(limiter, key, 1)).toEqual([8]);
+  });
+
+  it('a failure after Redis applied the call: degraded, sent once, counted exactly once', async () => {
+    const { runner, calls } = countingRunner((call) => (call === 1 ? 'after' : undefined));
+    const limiter = limiterOn(runner);
+    const key = `after-${keys++}`;
+    expect(await remainingAfterChecks(limiter, key, 1)).toEqual([9]);
+    expect((await limiter.check(key)).degraded).toBe('error');
+    expect(calls).toEqual({ evalSha: 2, eval: 0 });
+    // The failed call was applied once; a retry by the store would have made this 6.
+    expect(await remainingAfterChecks(limiter, key, 1)).toEqual([7]);
+  });
+
+  it('a Redis error reply other than NOSCRIPT is passed on without EVAL', async () => {
+    const { runner, calls } = countingRunner();
+    // An unknown algorithm code makes the script itself fail with an ERR reply.
+    const broken: ScriptRunner = {
+      evalSha: (sha, keys, args) =>
+        runner.evalSha(
+          sha,
+          keys,
+          args.map((arg, i) => (i === 4 ? '99' : arg)),
+        ),
+      eval: (script, keys, args) => runner.eval(script, keys, args),
+    };
+    const errors: unknown[] = [];
+    const limiter = limiterOn(broken).on('storeError', (cause) => errors.push(cause));
+    expect((await limiter.check(`reply-${keys++}`)).degraded).toBe('error');
+    expect(String(errors[0])).toMatch(/ERR /);
+    expect(calls).toEqual({ evalSha: 1, eval: 0 });
+  });
+});

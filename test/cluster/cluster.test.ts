@@ -1,0 +1,260 @@
+/**
+ * Floodgate on a real Redis Cluster (3 masters + 3 replicas), unchanged, through ioredis,
+ * node-redis and iovalkey: the shared specification table, one script call on one node per
+ * check for any rule combination, the slot spread of client-chosen keys, and the per-node
+ * script cache.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHECK_SCRIPT } from '../../src/algorithms/script.js';
+import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
+import { encodeKey, keyHead } from '../../src/keys.js';
+import { runSpecification } from '../algorithms/run-spec.js';
+import {
+  hashTag,
+  keySlot,
+  nodeCommand,
+  nodeCommands,
+  nodeStats,
+  type RedisCluster,
+  type SlotRange,
+  startRedisCluster,
+} from '../support/redis-cluster.js';
+import { type ClusterClients, connectClients } from './clients.js';
+import { clientKeys, redisKeys, VICTIM } from './keys.js';
+
+let cluster: RedisCluster;
+let clients: ClusterClients;
+let ranges: SlotRange[];
+let masters: number[];
+
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+  clients = await connectClients(cluster);
+  ranges = await cluster.slotRanges();
+  masters = await cluster.masters();
+});
+
+afterAll(async () => {
+  await clients?.close();
+  await cluster?.stop();
+});
+
+function masterOf(slot: number): number {
+  const range = ranges.find((candidate) => candidate.from <= slot && slot <= candidate.to);
+  if (range === undefined) throw new Error(`slot ${slot} is not served`);
+  return range.master;
+}
+
+/** Sums one counter of an INFO section over the masters. */
+async function sumStat(section: 'errorstats' | 'commandstats', name: string, field: string) {
+  const stats = await Promise.all(masters.map((port) => nodeStats(port, section)));
+  return stats.map((node) => node[name]?.[field] ?? 0);
+}
+
+async function resetStats(): Promise<void> {
+  await Promise.all(masters.map((port) => nodeCommand(port, 'CONFIG', 'RESETSTAT')));
+}
+
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+
+describe('the specification table on Redis Cluster', () => {
+  describe('through an ioredis Cluster', () => {
+    runSpecification((clock) => redisStore({ client: clients.ioredis, clock }), 'spec-io');
+  });
+  describe('through a node-redis cluster', () => {
+    runSpecification((clock) => redisStore({ client: clients.nodeRedis, clock }), 'spec-node');
+  });
+  describe('through an iovalkey Cluster', () => {
+    runSpecification((clock) => redisStore({ client: clients.valkey, clock }), 'spec-valkey');
+  });
+});
+
+describe('all five algorithms in one limiter', () => {
+  // Long windows: nothing refills or rolls over while the test runs, so counts are exact.
+  const rules: RuleOptions[] = [
+    { name: 'fw', algorithm: 'fixed-window', limit: 3, window: '1d' },
+    { name: 'sw', algorithm: 'sliding-window', limit: 3, window: '1d' },
+    { name: 'sl', algorithm: 'sliding-log', limit: 3, window: '1d' },
+    { name: 'tb', algorithm: 'token-bucket', limit: 3, window: '1d' },
+    { name: 'gc', algorithm: 'gcra', limit: 3, window: '1d' },
+  ];
+
+  it('is one script call on the one node that owns every key, for every client: no CROSSSLOT', async () => {
+    // Keys spread over all masters, hostile ones included.
+    const keys = clientKeys().flatMap((family) => family.keys.slice(0, 10));
+    // Cache the script everywhere first, so the count below is of checks alone.
+    await Promise.all(masters.map((port) => nodeCommand(port, 'SCRIPT', 'LOAD', CHECK_SCRIPT)));
+    await resetStats();
+
+    for (const { name, store } of clients.stores) {
+      const limiter = createLimiter({ rules, store, prefix: `five-${name}` });
+      for (const key of keys) {
+        const decisions = [];
+        for (let i = 0; i < 4; i++) decisions.push(await limiter.check(key));
+        expect(
+          decisions.map((decision) => [decision.allowed, decision.remaining]),
+          `${name} ${JSON.stringify(key)}`,
+        ).toEqual([
+          [true, 2],
+          [true, 1],
+          [true, 0],
+          [false, 0],
+        ]);
+        expect(decisions[3]?.rules.map((rule) => rule.rule)).toEqual(['fw', 'sw', 'sl', 'tb', 'gc']);
+      }
+      // Every Redis key of every rule (sliding-log's two included) sits on the predicted master.
+      const byMaster = new Map<number, string[]>();
+      for (const key of keys) {
+        for (const redisKey of redisKeys(limiter, key)) {
+          const port = masterOf(keySlot(redisKey));
+          byMaster.set(port, [...(byMaster.get(port) ?? []), redisKey]);
+        }
+      }
+      expect([...byMaster.keys()].sort()).toEqual(masters);
+      for (const [port, redisKeys] of byMaster) {
+        const replies = await nodeCommands(
+          port,
+          redisKeys.map((redisKey) => ['EXISTS', redisKey]),
+        );
+        expect(replies, `${name}: keys on master ${port}`).toEqual(redisKeys.map(() => 1));
+      }
+    }
+
+    const checks = clients.stores.length * keys.length * 4;
+    const evalsha = await sumStat('commandstats', 'cmdstat_evalsha', 'calls');
+    expect(sum(evalsha)).toBe(checks);
+    expect(evalsha.every((calls) => calls > 0)).toBe(true);
+    expect(sum(await sumStat('commandstats', 'cmdstat_eval', 'calls'))).toBe(0);
+    expect(sum(await sumStat('errorstats', 'errorstat_CROSSSLOT', 'count'))).toBe(0);
+  });
+});
+
+describe('hash-slot spread of client-chosen keys', () => {
+  const families = clientKeys();
+  const fullKey = (key: string) => `${keyHead('floodgate', key)}:api:sl`;
+
+  it('10,000 keys spread evenly over all three masters, whatever their braces or bytes', () => {
+    expect(families.reduce((total, family) => total + family.keys.length, 0)).toBe(10_000);
+    const share = (keys: string[]) => {
+      const counts = new Map<number, number>(masters.map((port) => [port, 0]));
+      for (const key of keys) {
+        const port = masterOf(keySlot(fullKey(key)));
+        counts.set(port, (counts.get(port) ?? 0) + 1);
+      }
+      return [...counts.values()].map((count) => count / keys.length);
+    };
+    const all = share(families.flatMap((family) => family.keys));
+    expect(all).toHaveLength(3);
+    for (const fraction of all) {
+      expect(fraction).toBeGreaterThanOrEqual(0.25);
+      expect(fraction).toBeLessThanOrEqual(0.42);
+    }
+    for (const family of families) {
+      for (const fraction of share(family.keys)) {
+        expect(fraction, family.name).toBeGreaterThanOrEqual(0.25);
+        expect(fraction, family.name).toBeLessThanOrEqual(0.42);
+      }
+    }
+  });
+
+  it('brace injection cannot choose the slot: the hash tag is always the whole encoded key', () => {
+    const stray = families
+      .flatMap((family) => family.keys)
+      .filter((key) => {
+        const tag = hashTag(fullKey(key)).toString('latin1');
+        return tag !== encodeKey(key) || /[{}]/.test(tag);
+      });
+    expect(stray).toEqual([]);
+    const victimSlot = keySlot(fullKey(VICTIM));
+    // With the user's key pasted raw between braces, `victim}x` would hash as `victim`:
+    expect(keySlot(`floodgate:{${VICTIM}}x}:api:sl`)).toBe(victimSlot);
+    for (const attack of [`${VICTIM}}x`, `x}{${VICTIM}`, `{${VICTIM}}`, `{${VICTIM}`, `}{${VICTIM}}`]) {
+      expect(keySlot(fullKey(attack)), attack).not.toBe(victimSlot);
+    }
+    // Over the whole injection family, the victim's slot gets what chance gives any slot
+    // (2,000 keys / 16,384 slots: 0.12 expected), where raw braces would have sent it hundreds.
+    const injections = families.find((family) => family.name === 'brace injection')?.keys ?? [];
+    const raw = injections.filter((key) => keySlot(`floodgate:{${key}}:api:sl`) === victimSlot);
+    const encoded = injections.filter((key) => keySlot(fullKey(key)) === victimSlot);
+    expect(raw.length).toBeGreaterThanOrEqual(400);
+    expect(encoded.length).toBeLessThanOrEqual(2);
+  });
+
+  it('agrees with CLUSTER KEYSLOT on the real cluster, for raw strings and Floodgate keys', async () => {
+    const raw = [
+      'foo',
+      '{user1000}.following',
+      'foo{}{bar}',
+      'foo{{bar}}zap',
+      'foo{bar}{zap}',
+      '{}',
+      '}{',
+      '{',
+      '}',
+      '{a',
+      'a}',
+      '',
+    ];
+    const sample = families.flatMap((family) => family.keys.filter((_, index) => index % 40 === 0));
+    const names = [...raw, ...sample, ...sample.map(fullKey)];
+    const replies = await nodeCommands(
+      masters[0] as number,
+      names.map((name) => ['CLUSTER', 'KEYSLOT', name]),
+      10_000,
+    );
+    expect(replies).toEqual(names.map((name) => keySlot(name)));
+  });
+});
+
+describe('the script cache is per node', () => {
+  it('SCRIPT FLUSH on every master mid-run: no caller sees an error, nothing is counted twice', async () => {
+    const rules: RuleOptions[] = [
+      { name: 'log', algorithm: 'sliding-log', limit: 1000, window: '1h' },
+      { name: 'bucket', algorithm: 'token-bucket', limit: 1000, window: '1d' },
+    ];
+    const keys = clientKeys().flatMap((family) => family.keys.slice(100, 104));
+    const perStore = 30;
+    await resetStats();
+
+    let done = 0;
+    const total = clients.stores.length * keys.length * perStore;
+    const flushes: Promise<unknown>[] = [];
+    const flushAt = new Set([Math.floor(total / 4), Math.floor(total / 2), Math.floor((total * 3) / 4)]);
+    const errors: unknown[] = [];
+    let allowed = 0;
+    await Promise.all(
+      clients.stores.flatMap(({ name, store }) => {
+        const limiter = createLimiter({ rules, store, prefix: 'flush' });
+        return keys.map(async (key) => {
+          for (let i = 0; i < perStore; i++) {
+            try {
+              if ((await limiter.check(key)).allowed) allowed++;
+            } catch (error) {
+              errors.push([name, error]);
+            }
+            if (flushAt.has(++done)) {
+              flushes.push(Promise.all(masters.map((port) => nodeCommand(port, 'SCRIPT', 'FLUSH'))));
+            }
+          }
+        });
+      }),
+    );
+    await Promise.all(flushes);
+
+    expect(errors).toEqual([]);
+    expect(allowed).toBe(total);
+    const limiter = createLimiter({ rules, store: clients.stores[0]?.store, prefix: 'flush' });
+    for (const key of keys) {
+      const decision = await limiter.peek(key);
+      // A peek reports what a check would leave: one less than what is left now.
+      const left = 1000 - clients.stores.length * perStore - 1;
+      expect(
+        decision.rules.map((rule) => rule.remaining),
+        JSON.stringify(key),
+      ).toEqual([left, left]);
+    }
+    // Every master lost the script at least once and reloaded it transparently.
+    const noscript = await sumStat('errorstats', 'errorstat_NOSCRIPT', 'count');
+    expect(noscript.every((count) => count > 0)).toBe(true);
+  });
+});

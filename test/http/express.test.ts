@@ -1,0 +1,128 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { rateLimit } from '../../src/http/express.js';
+import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import type { App } from './support/apps.js';
+import { integerField, listField } from './support/client.js';
+import { runAdapterSuite } from './support/suite.js';
+
+let server: RedisServer;
+let client: Redis;
+beforeAll(async () => {
+  server = await startRedisServer();
+  client = new Redis(server.port, '127.0.0.1');
+});
+afterAll(async () => {
+  client?.disconnect();
+  await server?.stop();
+});
+
+runAdapterSuite('express', { name: 'memory', store: () => memoryStore() });
+runAdapterSuite('express', {
+  name: 'redis',
+  store: () => redisStore({ client }),
+  keys: () => client.keys('*'),
+});
+
+describe('express specifics', () => {
+  const servers: App[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((app) => app.close()));
+  });
+  async function serve(app: express.Express): Promise<App> {
+    const server = createServer(app);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const started = {
+      url: `http://127.0.0.1:${port}`,
+      port,
+      close: async () => {
+        server.closeAllConnections();
+        server.close();
+        await once(server, 'close');
+      },
+    };
+    servers.push(started);
+    return started;
+  }
+  const sliding = (name: string, limit: number) =>
+    createLimiter({
+      rules: { name, algorithm: 'sliding-log', limit, window: '1m' },
+      store: redisStore({ client }),
+      prefix: `x-${name}-${Math.random().toString(36).slice(2)}`,
+      timeout: '10s',
+    });
+
+  it('a router with its own rateLimit adds a policy: draft-10 lists both, draft-6 keeps the stricter', async () => {
+    const app = express();
+    app.use(rateLimit({ limiter: sliding('global', 10), headers: ['draft-10', 'legacy'] }));
+    const api = express.Router();
+    api.use(rateLimit({ limiter: sliding('api', 2), headers: ['draft-10', 'legacy'] }));
+    api.get('/thing', (req, res) => {
+      res.json({ rule: req.rateLimit?.rule, remaining: req.rateLimit?.remaining });
+    });
+    app.use('/api', api);
+    app.get('/other', (req, res) => {
+      res.json({ rule: req.rateLimit?.rule, remaining: req.rateLimit?.remaining });
+    });
+    const { url } = await serve(app);
+
+    const first = await fetch(`${url}/api/thing`);
+    expect(await first.json()).toEqual({ rule: 'api', remaining: 1 });
+    expect(listField(first, 'RateLimit-Policy').map((item) => item.name)).toEqual(['global', 'api']);
+    expect(listField(first, 'RateLimit').map((item) => [item.name, item.params.r])).toEqual([
+      ['global', 9],
+      ['api', 1],
+    ]);
+    expect(integerField(first, 'X-RateLimit-Limit')).toBe(2);
+    expect(integerField(first, 'X-RateLimit-Remaining')).toBe(1);
+
+    const other = await fetch(`${url}/other`);
+    expect(await other.json()).toEqual({ rule: 'global', remaining: 8 });
+    expect(listField(other, 'RateLimit').map((item) => item.name)).toEqual(['global']);
+
+    expect((await fetch(`${url}/api/thing`)).status).toBe(200);
+    const denied = await fetch(`${url}/api/thing`);
+    expect(denied.status).toBe(429);
+    expect(listField(denied, 'RateLimit').map((item) => [item.name, item.params.r])).toEqual([
+      ['global', 6],
+      ['api', 0],
+    ]);
+    expect(((await denied.json()) as { 'violated-policies': string[] })['violated-policies']).toEqual([
+      'api',
+    ]);
+  });
+
+  it('passes a failing key or cost function to the error handler; the server keeps serving', async () => {
+    const app = express();
+    app.use(
+      rateLimit({
+        limiter: sliding('errors', 5),
+        cost: (req) => {
+          if (req.query.boom !== undefined) throw new Error('cost lookup failed');
+          return Number(req.query.cost ?? 1);
+        },
+      }),
+    );
+    app.get('/', (_req, res) => {
+      res.send('ok');
+    });
+    app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).send(error.message);
+    });
+    const { url } = await serve(app);
+    const boom = await fetch(`${url}/?boom`);
+    expect(boom.status).toBe(500);
+    expect(await boom.text()).toBe('cost lookup failed');
+    const bad = await fetch(`${url}/?cost=-3`);
+    expect(bad.status).toBe(500);
+    expect(await bad.text()).toMatch(/^cost: -3 must be an integer/);
+    expect((await fetch(url)).status).toBe(200);
+  });
+});

@@ -1,0 +1,174 @@
+/**
+ * One small app per adapter, built from the same neutral description, listening on a free
+ * loopback port: the shared HTTP suite runs the same requests against every adapter.
+ * Every app answers `GET /` (and any other path) with `{ remaining }` read from the decision the
+ * adapter exposes to handlers, and `/health` is skipped by the limiter.
+ */
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import Fastify from 'fastify';
+import { rateLimit } from '../../../src/http/express.js';
+import { floodgate } from '../../../src/http/fastify.js';
+import { createFetchGuard } from '../../../src/http/fetch.js';
+import type { HeaderStyle } from '../../../src/http/headers.js';
+import { createHttpGuard, type RateLimitedRequest } from '../../../src/http/node.js';
+import type { Decision, Limiter } from '../../../src/index.js';
+
+export interface AppSpec {
+  limiter: Limiter;
+  headers?: HeaderStyle | false | readonly HeaderStyle[];
+  /** Take the cost from the `x-cost` request header (default 1). */
+  costHeader?: boolean;
+  /** Replace the 429 with `418 custom` to show onLimited is used. */
+  customLimited?: boolean;
+  onDecision?: (decision: Decision) => void;
+  /** Believe `X-Forwarded-For` from a proxy on loopback (the adapter's own trust-proxy setting). */
+  trustLoopbackProxy?: boolean;
+}
+
+export interface App {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export type AdapterName = 'express' | 'fastify' | 'node' | 'fetch';
+export type StartApp = (spec: AppSpec) => Promise<App>;
+
+/** Async on purpose: cost functions may look things up. */
+async function costFrom(value: string | string[] | null | undefined): Promise<number> {
+  return value === undefined || value === null ? 1 : Number(value);
+}
+
+const skipHealth = (path: string) => path === '/health';
+
+async function listen(server: Server): Promise<App> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    close: async () => {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+export const startExpress: StartApp = async (spec) => {
+  const app = express();
+  if (spec.trustLoopbackProxy) app.set('trust proxy', 'loopback');
+  app.use(
+    rateLimit({
+      limiter: spec.limiter,
+      ...(spec.headers === undefined ? {} : { headers: spec.headers }),
+      ...(spec.costHeader ? { cost: (req) => costFrom(req.headers['x-cost']) } : {}),
+      skip: (req) => skipHealth(req.path),
+      ...(spec.onDecision ? { onDecision: (_req, decision) => spec.onDecision?.(decision) } : {}),
+      ...(spec.customLimited ? { onLimited: (_req, res) => void res.status(418).send('custom') } : {}),
+    }),
+  );
+  app.use((req, res) => {
+    res.json({ remaining: req.rateLimit?.remaining ?? null });
+  });
+  return listen(createServer(app));
+};
+
+export const startFastify: StartApp = async (spec) => {
+  const app = Fastify({ trustProxy: spec.trustLoopbackProxy ? '127.0.0.1' : false });
+  await app.register(floodgate, {
+    limiter: spec.limiter,
+    ...(spec.headers === undefined ? {} : { headers: spec.headers }),
+    ...(spec.costHeader ? { cost: (request) => costFrom(request.headers['x-cost']) } : {}),
+    skip: (request) => skipHealth(request.url),
+    ...(spec.onDecision ? { onDecision: (_request, decision) => spec.onDecision?.(decision) } : {}),
+    ...(spec.customLimited
+      ? {
+          onLimited: (_request, reply) => {
+            reply.code(418).send('custom');
+          },
+        }
+      : {}),
+  });
+  app.all('/*', async (request) => ({ remaining: request.rateLimit?.remaining ?? null }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, port, close: () => app.close() };
+};
+
+function pathOf(url: string | undefined): string {
+  return new URL(url ?? '/', 'http://x').pathname;
+}
+
+export const startNode: StartApp = async (spec) => {
+  const guard = createHttpGuard({
+    limiter: spec.limiter,
+    ...(spec.headers === undefined ? {} : { headers: spec.headers }),
+    ...(spec.costHeader ? { cost: (req) => costFrom(req.headers['x-cost']) } : {}),
+    skip: (req) => skipHealth(pathOf(req.url)),
+    ...(spec.trustLoopbackProxy ? { trustProxy: 'loopback' } : {}),
+    ...(spec.onDecision ? { onDecision: (_req, decision) => spec.onDecision?.(decision) } : {}),
+    ...(spec.customLimited
+      ? {
+          onLimited: (_req, res) => {
+            res.statusCode = 418;
+            res.end('custom');
+          },
+        }
+      : {}),
+  });
+  const server = createServer(async (req, res) => {
+    if (!(await guard(req, res))) return;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ remaining: (req as RateLimitedRequest).rateLimit?.remaining ?? null }));
+  });
+  return listen(server);
+};
+
+/** Turns a node request into a Fetch API Request, keeping repeated header lines. */
+export function toRequest(req: IncomingMessage, origin: string): Request {
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
+  }
+  return new Request(new URL(req.url ?? '/', origin), { method: req.method ?? 'GET', headers });
+}
+
+/** Writes a Fetch API Response to a node response. */
+export async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
+  res.statusCode = response.status;
+  for (const [name, value] of response.headers) res.setHeader(name, value);
+  res.end(Buffer.from(await response.arrayBuffer()));
+}
+
+export const startFetch: StartApp = async (spec) => {
+  const guard = createFetchGuard({
+    limiter: spec.limiter,
+    ...(spec.headers === undefined ? {} : { headers: spec.headers }),
+    ...(spec.costHeader ? { cost: (request) => costFrom(request.headers.get('x-cost')) } : {}),
+    skip: (request) => skipHealth(new URL(request.url).pathname),
+    ...(spec.trustLoopbackProxy ? { trustProxy: 'loopback' } : {}),
+    ...(spec.onDecision ? { onDecision: (_request, decision) => spec.onDecision?.(decision) } : {}),
+    ...(spec.customLimited ? { onLimited: () => new Response('custom', { status: 418 }) } : {}),
+  });
+  const server = createServer(async (req, res) => {
+    const request = toRequest(req, 'http://127.0.0.1');
+    const limited = await guard(request, { ip: req.socket.remoteAddress });
+    const response =
+      limited ??
+      guard.withHeaders(request, Response.json({ remaining: guard.decisionFor(request)?.remaining ?? null }));
+    await writeResponse(response, res);
+  });
+  return listen(server);
+};
+
+export const ADAPTERS: Record<AdapterName, StartApp> = {
+  express: startExpress,
+  fastify: startFastify,
+  node: startNode,
+  fetch: startFetch,
+};

@@ -1,0 +1,152 @@
+/**
+ * Several OS processes hammer one key on one real Redis at once: exactly `limit` requests are
+ * admitted, and still exactly `limit` when the processes' own clocks disagree by seconds (the
+ * script decides on the server's clock). Windows are chosen so that a client-clock limiter
+ * would over-admit with the skews used, and so that nothing refills or expires (by the server
+ * clock) during a run; a run that takes too long for that, or straddles a window boundary, is
+ * detected with Redis TIME and repeated.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AlgorithmName } from '../../src/index.js';
+import type { HammerJob, HammerResult } from '../support/hammer.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { redisTimeMs } from '../support/redis-time.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const HAMMER = fileURLToPath(new URL('../support/hammer.ts', import.meta.url));
+const PROCESSES = 4;
+const CHECKS = 100;
+const LIMIT = 50;
+
+interface Case {
+  algorithm: AlgorithmName;
+  window: number;
+  /** Longest run (server time) during which nothing refills or expires. */
+  exactForMs: number;
+  /** Whether the run must also stay inside one clock-aligned window. */
+  aligned: boolean;
+}
+
+const CASES: Case[] = [
+  // Entries leave after 4 s: with clocks 6 s apart a client-clock log would drop the others' entries.
+  { algorithm: 'sliding-log', window: 4000, exactForMs: 3990, aligned: false },
+  // One token per 2.4 s: clocks 6 s apart would refill two tokens.
+  { algorithm: 'token-bucket', window: 120_000, exactForMs: 2390, aligned: false },
+  { algorithm: 'gcra', window: 120_000, exactForMs: 2390, aligned: false },
+  { algorithm: 'fixed-window', window: 60_000, exactForMs: 60_000, aligned: true },
+  { algorithm: 'sliding-window', window: 60_000, exactForMs: 60_000, aligned: true },
+];
+
+interface Worker {
+  run(job: HammerJob): Promise<HammerResult>;
+  stop(): Promise<void>;
+}
+
+let server: RedisServer;
+let client: Redis;
+let workers: Worker[] = [];
+let jobs = 0;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  client = new Redis(server.port, '127.0.0.1');
+  workers = await Promise.all(Array.from({ length: PROCESSES }, () => startWorker(server.port)));
+});
+
+afterAll(async () => {
+  await Promise.all(workers.map((worker) => worker.stop()));
+  client?.disconnect();
+  await server?.stop();
+});
+
+function startWorker(port: number): Promise<Worker> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', HAMMER, String(port)], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const pending = new Map<
+    number,
+    { resolve: (result: HammerResult) => void; reject: (error: Error) => void }
+  >();
+  const exited = once(child, 'exit');
+  return new Promise((resolve, reject) => {
+    void exited.then(() => {
+      const error = new Error(`hammer worker exited: ${stderr}`);
+      reject(error);
+      for (const { reject: rejectJob } of pending.values()) rejectJob(error);
+    });
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      if (line === 'ready') {
+        resolve({
+          run(job) {
+            return new Promise((resolveJob, rejectJob) => {
+              pending.set(job.id, { resolve: resolveJob, reject: rejectJob });
+              child.stdin?.write(`${JSON.stringify(job)}\n`);
+            });
+          },
+          async stop() {
+            if (child.exitCode !== null || child.signalCode !== null) return;
+            child.stdin?.end();
+            const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+            await exited;
+            clearTimeout(timer);
+          },
+        });
+        return;
+      }
+      const result = JSON.parse(line) as HammerResult;
+      pending.get(result.id)?.resolve(result);
+      pending.delete(result.id);
+    });
+  });
+}
+
+/** All workers hammer one fresh key at once; repeated while a run is too long to be exact. */
+async function hammerOneKey(testCase: Case, skews: number[]): Promise<HammerResult[]> {
+  for (let attempt = 0; ; attempt++) {
+    const key = `${testCase.algorithm}-${jobs}`;
+    const before = await redisTimeMs(client);
+    const results = await Promise.all(
+      workers.map((worker, i) =>
+        worker.run({
+          id: jobs++,
+          algorithm: testCase.algorithm,
+          limit: LIMIT,
+          window: testCase.window,
+          key,
+          checks: CHECKS,
+          concurrency: 4,
+          skewMs: skews[i] as number,
+        }),
+      ),
+    );
+    const after = await redisTimeMs(client);
+    const straddled =
+      testCase.aligned && Math.floor(before / testCase.window) !== Math.floor(after / testCase.window);
+    if (!straddled && after - before < testCase.exactForMs) return results;
+    if (attempt >= 3) throw new Error(`no run of ${testCase.algorithm} fit in ${testCase.exactForMs} ms`);
+  }
+}
+
+describe.each([
+  { clocks: 'in agreement', skews: [0, 0, 0, 0] },
+  { clocks: 'skewed by -3 s / +3 s', skews: [-3000, 3000, -3000, 3000] },
+])(`${PROCESSES} processes × ${CHECKS} checks of one key, clocks $clocks`, ({ skews }) => {
+  it.each(CASES)(`$algorithm admits exactly ${LIMIT}`, async (testCase) => {
+    const results = await hammerOneKey(testCase, skews);
+    expect(results.flatMap((result) => result.errors)).toEqual([]);
+    expect(results.map((result) => result.skewSeen)).toEqual(skews);
+    const admitted = results.reduce((total, result) => total + result.admitted, 0);
+    const denied = results.reduce((total, result) => total + result.denied, 0);
+    expect({ admitted, denied }).toEqual({ admitted: LIMIT, denied: PROCESSES * CHECKS - LIMIT });
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * A worker process for the multi-process test: `node --import tsx test/support/hammer.ts <port>`.
+ * It connects to the Redis on <port>, prints `ready`, then for each JSON job read from stdin
+ * runs `checks` checks of one key (`concurrency` in flight at once) with this process's
+ * Date.now skewed by `skewMs`, and prints one JSON line of counts. It exits when stdin ends.
+ */
+import { createInterface } from 'node:readline';
+import { Redis } from 'ioredis';
+import { type AlgorithmName, createLimiter, redisStore } from '../../src/index.js';
+
+export interface HammerJob {
+  id: number;
+  algorithm: AlgorithmName;
+  limit: number;
+  window: number;
+  key: string;
+  checks: number;
+  concurrency: number;
+  skewMs: number;
+}
+
+export interface HammerResult {
+  id: number;
+  admitted: number;
+  denied: number;
+  errors: string[];
+  /** What this process's Date.now said minus the real time, as seen during the job. */
+  skewSeen: number;
+}
+
+const realNow = Date.now.bind(Date);
+let skewMs = 0;
+Date.now = () => realNow() + skewMs;
+
+const client = new Redis(Number(process.argv[2]), '127.0.0.1');
+const store = redisStore({ client });
+
+async function hammer(job: HammerJob): Promise<HammerResult> {
+  skewMs = job.skewMs;
+  const limiter = createLimiter({
+    store,
+    prefix: 'hammer',
+    rules: { name: 'r', algorithm: job.algorithm, limit: job.limit, window: job.window },
+  });
+  const result: HammerResult = { id: job.id, admitted: 0, denied: 0, errors: [], skewSeen: 0 };
+  let next = 0;
+  async function lane(): Promise<void> {
+    while (next < job.checks) {
+      next++;
+      try {
+        const decision = await limiter.check(job.key);
+        if (decision.allowed) result.admitted++;
+        else result.denied++;
+      } catch (error) {
+        result.errors.push(String(error));
+      }
+    }
+  }
+  // Rounded: the two clock reads may straddle a millisecond tick.
+  result.skewSeen = Math.round((Date.now() - realNow()) / 100) * 100;
+  await Promise.all(Array.from({ length: job.concurrency }, lane));
+  return result;
+}
+
+await client.ping();
+process.stdout.write('ready\n');
+const jobs: Promise<void>[] = [];
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line.trim() === '') continue;
+  const job = JSON.parse(line) as HammerJob;
+  jobs.push(hammer(job).then((result) => void process.stdout.write(`${JSON.stringify(result)}\n`)));
+}
+await Promise.all(jobs);
+client.disconnect();
