@@ -3,11 +3,13 @@
  * key forms via --ip/--api-key), the configuration's distinct rules, and the Redis keys of a key.
  */
 import { ALGORITHMS } from '../algorithms/index.js';
+import { DEFAULT_IPV6_SUBNET } from '../http/ip.js';
+import { addressKey, hashApiKey, UNKNOWN_CLIENT } from '../http/keys.js';
 import { keyHead } from '../keys.js';
 import { createLimiter } from '../limiter.js';
 import { type ResolvedRule, type RuleOptions, resolveRules } from '../rules.js';
 import { redisStore } from '../stores/redis.js';
-import { integerOption, parseCommandArgs, RuntimeFailure, stringOption, UsageError } from './args.js';
+import { integerOption, parseCommandArgs, stringOption, UsageError } from './args.js';
 import { loadConfig, STORE_FLAGS } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';
 import { connectRedis, type RedisConnection } from './redis.js';
@@ -68,7 +70,7 @@ export async function prepare(command: 'inspect' | 'reset', argv: readonly strin
     );
   }
   const config = await loadConfig(parsed);
-  const key = ip !== undefined || apiKey !== undefined ? await adapterKey(ip, apiKey) : (given[0] as string);
+  const key = ip !== undefined || apiKey !== undefined ? adapterKey(ip, apiKey) : (given[0] as string);
   if (config.redis === undefined) {
     throw new UsageError(
       `${command} needs the shared store: give --redis URL, --redis-cluster NODES or REDIS_URL (the in-memory store lives inside one serve process)`,
@@ -84,27 +86,15 @@ export async function prepare(command: 'inspect' | 'reset', argv: readonly strin
   return { help: false as const, key, config, plan, cost, json: parsed.values.json === true, connection };
 }
 
-/** The key the HTTP adapters give a client address or an API key (src/http/keys.ts). */
-async function adapterKey(ip: string | undefined, apiKey: string | undefined): Promise<string> {
-  let keys: {
-    hashApiKey(apiKey: string, secret: Buffer | undefined): string;
-    addressKey(address: string | undefined, ipv6Subnet: number): string;
-  };
-  try {
-    const specifier: string = '../http/keys.js';
-    keys = await import(specifier);
-  } catch {
-    throw new RuntimeFailure(
-      '--ip and --api-key need the HTTP adapters (floodgate/node, floodgate/fastify...)',
-    );
-  }
+/** The key the HTTP adapters give a client address or an API key (see src/http/keys.ts). */
+function adapterKey(ip: string | undefined, apiKey: string | undefined): string {
   if (ip !== undefined) {
-    const key = keys.addressKey(ip, 64);
-    if (key === 'ip:unknown') throw new UsageError(`--ip: '${ip}' is not an IP address`);
+    const key = addressKey(ip, DEFAULT_IPV6_SUBNET);
+    if (key === UNKNOWN_CLIENT) throw new UsageError(`--ip: '${ip}' is not an IP address`);
     return key;
   }
   const secret = process.env.FLOODGATE_API_KEY_SECRET;
-  return keys.hashApiKey(apiKey as string, secret ? Buffer.from(secret, 'utf8') : undefined);
+  return hashApiKey(apiKey as string, secret ? Buffer.from(secret, 'utf8') : undefined);
 }
 
 export function limiterFor(config: GatewayConfig, connection: RedisConnection, options: RuleOptions) {

@@ -114,7 +114,7 @@ describe('gateway config', () => {
       'routes[0].limit: 0 must be an integer from 1 to 9007199254740991',
     );
     expect(error({ rules: [{ limit: 5, window: '1m', burst: 9 }] })).toBe(
-      "rules[0].burst: 'sliding-window' has no burst; only 'token-bucket' and 'gcra' take one",
+      "rules[0].burst: 9 is not allowed: 'sliding-window' has no burst; only 'token-bucket' and 'gcra' take one",
     );
     expect(error({ rules: [{ limit: 5 }] })).toBe(
       'rules[0].window: required with a numeric limit (or write limit: "5/1m")',

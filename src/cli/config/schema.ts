@@ -3,6 +3,7 @@
  * already folded in) to the resolved form `serve`, `inspect` and `reset` trust. Every error
  * names the field (`routes[2].limit: ...`), or the flag that set it.
  */
+import { HEADER_STYLES, type HeaderStyle } from '../../http/headers.js';
 import type { RuleOptions } from '../../rules.js';
 import { parseNode, type RedisTarget, redactUrl } from '../redis.js';
 import {
@@ -23,8 +24,7 @@ import { parseRoutes, type RouteSpec } from './routes.js';
 export { DEFAULT_PLAN, sha256Hex, type Tiers } from './plans.js';
 export { METHODS, RESERVED_PATHS, type RouteSpec } from './routes.js';
 
-export const HEADER_STYLES = ['draft-6', 'draft-10', 'legacy'] as const;
-export type HeaderStyle = (typeof HEADER_STYLES)[number];
+export type { HeaderStyle };
 
 /** The resolved configuration of a gateway (and of inspect/reset, which use its rules and store). */
 export interface GatewayConfig {

@@ -20,7 +20,6 @@ import {
 import { loadConfig, STORE_FLAGS, STORE_FLAGS_HELP } from '../config/load.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
-import { type FloodgatePlugin, loadFastifyAdapter } from './adapter.js';
 import { describeConfig, summary } from './describe.js';
 import { buildGateway, type Gateway } from './gateway.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.js';
@@ -87,15 +86,13 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     return EXIT_OK;
   }
   const logger = createLogger(process.stdout, level as LogLevel);
-  const adapter = await loadFastifyAdapter();
   const metrics = gatewayMetrics();
-  const running = await start(parsed, config, { logger, adapter, metrics });
+  const running = await start(parsed, config, { logger, metrics });
   return running.done;
 }
 
 interface Shared {
   logger: Logger;
-  adapter: FloodgatePlugin;
   metrics: GatewayMetrics;
 }
 

@@ -3,13 +3,12 @@
  * limiter work at once: `curl -i localhost:8080/hello` a few times and watch the headers.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { decisionOf } from './adapter.js';
 
 const MAX_ECHO_BYTES = 64 * 1024;
 
 export async function demoHandler(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const path = (request.raw.url ?? '/').split('?')[0];
-  const decision = decisionOf(request);
+  const decision = request.rateLimit;
   const quota =
     decision === undefined
       ? undefined

@@ -1,18 +1,18 @@
 /**
  * One generation of the gateway: a Fastify app built from one configuration. Rate limiting is
- * the Fastify adapter's, registered with `global: false` so that each route is checked by
- * exactly one limiter holding all of its rules (the plan's and the route's own: one atomic
- * store call). Tiers become a Fastify route constraint, so the plan picks the route. The app
+ * the Fastify adapter's (`floodgate/fastify`), registered with `global: false` so that each
+ * route is checked by exactly one limiter holding all of its rules (the plan's and the route's
+ * own: one atomic store call). Tiers become a Fastify route constraint, so the plan picks the route. The app
  * never listens: the server in command.ts hands it requests, which lets a reload swap apps
  * without closing a single connection.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Decision } from '../../decision.js';
+import { type FloodgateOptions, type FloodgateRouteOptions, floodgate } from '../../http/fastify.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
-import { type AdapterOptions, decisionOf, type FloodgatePlugin, type RouteRateLimit } from './adapter.js';
 import { demoHandler } from './demo.js';
 import { createLimiterCache } from './limiters.js';
 import type { Logger } from './log.js';
@@ -26,7 +26,6 @@ export interface GatewayParts {
   store: StoreHandle;
   metrics: GatewayMetrics;
   logger: Logger;
-  adapter: FloodgatePlugin;
   /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
   apiKeySecret?: string;
 }
@@ -80,7 +79,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   });
   app.addHook('onResponse', async (request, reply) => {
     const tag = tagOf(request);
-    const decision = decisionOf(request);
+    const decision = request.rateLimit;
     const started = (request as FastifyRequest & { startedAt?: number }).startedAt ?? performance.now();
     const route = tag?.route ?? reservedName(request);
     metrics.requests.inc({ route, status: String(reply.statusCode) });
@@ -126,7 +125,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   );
 
   const limiters = createLimiterCache(parts);
-  const adapterOptions: AdapterOptions = {
+  const adapterOptions: FloodgateOptions = {
     global: false,
     headers: config.headers,
     apiKeyHeader: config.apiKeyHeader,
@@ -144,12 +143,12 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   };
 
   await app.register(async function limitedRoutes(scope) {
-    await scope.register(parts.adapter, adapterOptions);
+    await scope.register(floodgate, adapterOptions);
     for (const route of withCatchAll(config)) {
       const plans = route.skip || planOf === undefined ? [undefined] : [...config.plans.keys()];
       for (const plan of plans) {
         const rules = route.rules.get(plan ?? DEFAULT_PLAN) ?? [];
-        const rateLimit: RouteRateLimit | false = route.skip
+        const rateLimit: FloodgateRouteOptions | false = route.skip
           ? false
           : { limiter: limiters.get(rules), ...(route.cost !== 1 ? { cost: route.cost } : {}) };
         const options: RouteOptions = {
