@@ -17,6 +17,7 @@ import {
   stringOption,
   UsageError,
 } from '../args.js';
+import { ConfigError } from '../config/check.js';
 import { loadConfig, STORE_FLAGS, STORE_FLAGS_HELP } from '../config/load.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
@@ -110,6 +111,9 @@ async function start(
     gateway = await buildGateway({ config, store, ...shared, ...(apiKeySecret ? { apiKeySecret } : {}) });
   } catch (error) {
     await store.close();
+    const file = stringOption(parsed, 'config');
+    if (error instanceof ConfigError && file !== undefined)
+      throw new ConfigError(`${file}: ${error.message}`);
     throw error;
   }
 

@@ -104,10 +104,9 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
     if (status >= 500) logger.error('request_error', { path: (request.raw.url ?? '/').split('?')[0], error });
-    reply
-      .code(status)
-      .type('application/problem+json')
-      .send({ type: 'about:blank', status, title: error.message });
+    // A client error may say what was wrong; an internal one says nothing about the internals.
+    const title = status >= 500 ? 'Internal Server Error' : error.message;
+    reply.code(status).type('application/problem+json').send({ type: 'about:blank', status, title });
   });
 
   app.get('/healthz', async (_request, reply) => {
@@ -164,7 +163,8 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
         try {
           scope.route(options);
         } catch (error) {
-          throw new ConfigError(`${route.where}.path: ${(error as Error).message}`);
+          // Fastify's router refuses some patterns (or two that are the same route to it).
+          throw new ConfigError(`${route.where}.path: ${(error as Error).message.replace(/\s+/g, ' ')}`);
         }
       }
     }
