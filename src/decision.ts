@@ -1,5 +1,5 @@
 /**
- * Decisions: turning the raw per-rule numbers that a store returns (the same five integers per
+ * Decisions: turning the raw per-rule numbers that a store returns (the same six integers per
  * rule from the memory store and from the Lua script) into the plain `Decision` users see.
  * This is the only place where the all-or-nothing view across rules is composed.
  */
@@ -42,17 +42,23 @@ export interface Decision extends RuleDecision {
    * open after repeated failures, store not called), `'error'` (the store failed).
    */
   degraded: Degraded;
+  /** The plan whose rules applied (see `plans`), or undefined for `rules` and rule overrides. */
+  plan?: string;
 }
 
 /** The numbers a store returns per rule, in this order. */
-export const RAW_FIELDS = 5;
+export const RAW_FIELDS = 6;
 
-/** Composes a decision; `raw` holds RAW_FIELDS numbers per rule (allowed, remaining, reset, retry, resetAfter). */
+/**
+ * Composes a decision; `raw` holds RAW_FIELDS numbers per rule (allowed, remaining, reset, retry,
+ * resetAfter, and the token `settle` needs, which is not shown here).
+ */
 export function decide(
   rules: readonly ResolvedRule[],
   raw: ArrayLike<number>,
   cost: number,
   degraded: Degraded = false,
+  plan?: string,
 ): Decision {
   let allowed = true;
   for (let i = 0; i < rules.length; i++) if (raw[i * RAW_FIELDS] !== 1) allowed = false;
@@ -81,7 +87,9 @@ export function decide(
   if (!allowed && (views[binding] as RuleDecision).allowed) {
     binding = views.findIndex((view) => !view.allowed);
   }
-  return withRules(views[binding] as RuleDecision, allowed, views, degraded);
+  const decision = withRules(views[binding] as RuleDecision, allowed, views, degraded);
+  if (plan !== undefined) decision.plan = plan;
+  return decision;
 }
 
 /**

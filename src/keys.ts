@@ -1,5 +1,7 @@
 /**
- * Redis key layout: `<prefix>:{<key>}:<rule>:<algorithm><suffix>`.
+ * Redis key layout: `<prefix>:{<key>}:<rule>:<algorithm><suffix>`, the key's runtime override at
+ * `<prefix>:{<key>}:override` (same slot, so a check reads it in the same script call), and the
+ * registry that lists every override of a prefix at `<prefix>:overrides`.
  *
  * The user's key is the Redis Cluster hash tag, so every rule of one key lands on one slot and
  * one script call. Characters outside a small safe set (including `{`, `}`, `%`, `#`, spaces,
@@ -9,8 +11,10 @@
  * Redis memory per key; `#` never appears in an encoded key, so the two forms cannot collide.
  */
 import { createHash } from 'node:crypto';
+import { describe } from './duration.js';
 
 export const MAX_ENCODED_KEY = 128;
+const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
 const SAFE_KEY = /^[A-Za-z0-9_.:@/+=~-]+$/;
 const SAFE_CHAR = /[A-Za-z0-9_.:@/+=~-]/;
 const UTF16_DOMAIN = Buffer.from([0xff]);
@@ -41,4 +45,25 @@ function digest(bytes: Buffer): string {
 /** The part of every Redis key shared by all rules of one user key. */
 export function keyHead(prefix: string, key: string): string {
   return `${prefix}:{${encodeKey(key)}}`;
+}
+
+/** Where a key's runtime override is stored: in the key's own slot, beside its rule state. */
+export function overrideKey(head: string): string {
+  return `${head}:override`;
+}
+
+/** The hash listing every override under `prefix` (user key → stored override), for operators. */
+export function overrideRegistryKey(prefix: string): string {
+  return `${prefix}:overrides`;
+}
+
+/** Validates a limiter's `prefix` (default `'floodgate'`). */
+export function resolvePrefix(prefix: unknown): string {
+  const value = prefix ?? 'floodgate';
+  if (typeof value !== 'string' || !PREFIX.test(value)) {
+    throw new RangeError(
+      `prefix: ${describe(value)} must be 1-64 characters of letters, digits and _ . : @ / + = ~ - (no braces: they would become the cluster hash tag)`,
+    );
+  }
+  return value;
 }

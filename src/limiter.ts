@@ -1,23 +1,44 @@
 /**
  * createLimiter: options in, resolved configuration out, then every check is
- * key → (deny cache) → store, within a deadline and behind a circuit breaker → decision.
- * Validation happens here, once; the hot path trusts it.
+ * key → plan's rules (or the key's override) → (deny cache) → store, within a deadline and behind
+ * a circuit breaker → decision. Validation happens here, once; the hot path trusts it.
  */
 import { EventEmitter } from 'node:events';
 import type { AlgorithmName } from './algorithms/index.js';
-import { type Decision, decide } from './decision.js';
+import { createChecks } from './check.js';
+import type { Decision } from './decision.js';
 import { type Duration, describe, parseDuration } from './duration.js';
-import { keyHead } from './keys.js';
+import { resolvePrefix } from './keys.js';
+import {
+  createOverrideAdmin,
+  createOverrideCache,
+  type Override,
+  type OverrideEntry,
+  type OverrideOptions,
+} from './overrides.js';
+import { resolvePlans } from './plans.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
 import { createDenyCache, type DenyCache } from './resilience/deny-cache.js';
 import { createStoreCaller, type Degraded, type StoreErrorPolicy } from './resilience/store-caller.js';
-import { positiveInteger, type ResolvedRule, type RuleOptions, resolveRules } from './rules.js';
+import { positiveInteger, type ResolvedRule, type RuleOptions } from './rules.js';
+import { actualCost, createTickets } from './settle.js';
 import { memoryStore } from './stores/memory.js';
 import type { Store } from './stores/types.js';
 
 export interface LimiterOptions {
-  /** One rule or several; a request must pass every rule, and is consumed from all or none. */
-  rules: RuleOptions | readonly RuleOptions[];
+  /**
+   * One rule or several; a request must pass every rule, and is consumed from all or none.
+   * Give either `rules` or `plans`.
+   */
+  rules?: RuleOptions | readonly RuleOptions[];
+  /**
+   * Named rule sets, e.g. `{ free: [...], pro: [...] }`; each check picks one with `plan`. Rules
+   * are shown as `<plan>.<rule>` in decisions and headers, and stored under `<rule>`, so a key's
+   * usage carries over when its plan changes. Give either `rules` or `plans`.
+   */
+  plans?: Readonly<Record<string, RuleOptions | readonly RuleOptions[]>>;
+  /** The plan of checks that name none. Default: none, and such checks throw. */
+  defaultPlan?: string;
   /** Where state lives. Default: a new `memoryStore()` (per process). */
   store?: Store;
   /** Namespace of every key this limiter writes. Default `'floodgate'`. No braces, spaces or control characters. */
@@ -48,8 +69,10 @@ export interface LimiterOptions {
 }
 
 export interface CheckOptions {
-  /** Units this request takes: a positive integer, default 1 (e.g. LLM tokens). */
+  /** Units this request takes: a positive integer, default 1 (e.g. LLM tokens, or an estimate to `settle` later). */
   cost?: number;
+  /** With `plans`: the plan whose rules apply (default `defaultPlan`). An unknown plan throws. */
+  plan?: string;
 }
 
 /** A rule as the limiter resolved it, for adapters (headers) and operators. */
@@ -70,24 +93,48 @@ export interface LimiterEvents {
   recovered: [];
   /** One store failure or timeout, with its cause. */
   storeError: [cause: unknown];
+  /** A key's stored override cannot apply here (malformed, or names an unknown plan): it is ignored. */
+  invalidOverride: [info: { key: string; value: string; cause: unknown }];
 }
 
 export interface Limiter {
   readonly prefix: string;
   readonly store: Store;
+  /** Every rule, of every plan (named `<plan>.<rule>` then). */
   readonly rules: readonly RuleInfo[];
+  /** With `plans`: each plan's rules; otherwise undefined. */
+  readonly plans: Readonly<Record<string, readonly RuleInfo[]>> | undefined;
+  readonly defaultPlan: string | undefined;
   /** Checks `key` and consumes `cost` from every rule when all of them allow it. */
   check(key: string, options?: CheckOptions): Promise<Decision>;
   /** The answer `check` would give now, without consuming anything. */
   peek(key: string, options?: CheckOptions): Promise<Decision>;
-  /** Forgets all state of `key` under this limiter's rules. */
+  /**
+   * Settles an allowed `check` whose real cost is known only now: gives back `reserved − actual`
+   * or charges `actual − reserved` on every rule, atomically (see docs/tenants.md per algorithm).
+   * A denied decision is a no-op; settling a decision twice, or one this limiter did not return
+   * from `check`, throws. A store failure is reported as `storeError`, never thrown.
+   */
+  settle(decision: Decision, actualCost: number): Promise<void>;
+  /** Forgets all state of `key` under this limiter's rules (not its override). */
   reset(key: string): Promise<void>;
+  /**
+   * Gives `key` other rules, another plan (by name) or `{ block: true }`, in the store, so every
+   * limiter on it applies it from its next check of `key`. `ttl` bounds it (default: until cleared).
+   */
+  setOverride(key: string, override: Override, options?: OverrideOptions): Promise<void>;
+  /** Removes `key`'s override; its plan's rules apply again from the next check. */
+  clearOverride(key: string): Promise<void>;
+  /** Every override under this limiter's prefix (for operators). */
+  listOverrides(): Promise<OverrideEntry[]>;
   on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): this;
   off<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): this;
 }
 
 const LIMITER_OPTIONS = new Set([
   'rules',
+  'plans',
+  'defaultPlan',
   'store',
   'prefix',
   'timeout',
@@ -95,8 +142,8 @@ const LIMITER_OPTIONS = new Set([
   'breaker',
   'denyCache',
 ]);
-const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
-const MAX_COST = Number.MAX_SAFE_INTEGER;
+/** Overrides remembered per process; a key past it costs one extra round trip on its next check. */
+const OVERRIDE_CACHE_KEYS = 10_000;
 
 /**
  * Creates a limiter.
@@ -109,6 +156,12 @@ const MAX_COST = Number.MAX_SAFE_INTEGER;
  * });
  * const decision = await limiter.check('org_9921');
  * if (!decision.allowed) console.log(`retry in ${decision.retryAfterMs} ms`);
+ *
+ * const tenants = createLimiter({
+ *   plans: { free: { algorithm: 'gcra', limit: 10, window: '1s' }, pro: { algorithm: 'gcra', limit: 100, window: '1s' } },
+ *   defaultPlan: 'free',
+ * });
+ * await tenants.check('org_9921', { plan: 'pro' });
  */
 export function createLimiter(options: LimiterOptions): Limiter {
   if (typeof options !== 'object' || options === null) {
@@ -121,7 +174,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       );
     }
   }
-  const rules = resolveRules(options.rules);
+  const plans = resolvePlans(options.rules, options.plans, options.defaultPlan);
   const prefix = resolvePrefix(options.prefix);
   const store = resolveStore(options.store ?? memoryStore(), 'store');
   const timeoutMs = parseDuration(options.timeout ?? '100ms', 'timeout');
@@ -134,7 +187,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // Local waits are measured on the store's injected clock when it has one (simulations, tests).
   const clock = store.clock ?? Date.now;
   const emitter = new EventEmitter();
-  const smallestCapacity = Math.min(...rules.map((rule) => rule.capacity));
+  const overrides = createOverrideCache(OVERRIDE_CACHE_KEYS);
+  const admin = createOverrideAdmin({ store, prefix, plans: plans.names });
+  const tickets = createTickets();
   const caller = createStoreCaller(
     store,
     timeoutMs,
@@ -148,72 +203,66 @@ export function createLimiter(options: LimiterOptions): Limiter {
     clock,
   );
 
-  function head(key: unknown): string {
-    if (typeof key !== 'string' || key.length === 0) {
-      throw new TypeError(`key: expected a non-empty string, got ${describe(key)}`);
-    }
-    return keyHead(prefix, key);
-  }
-
-  /** The remote path: deny cache, then the store within its deadline and breaker. */
-  async function evaluateRemote(keyHeadValue: string, cost: number, consume: boolean): Promise<Decision> {
-    // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
-    if (denyCache !== undefined && cost <= smallestCapacity) {
-      const cached = denyCache.get(keyHeadValue, cost, clock());
-      if (cached !== undefined) return cached;
-    }
-    const { raw, degraded } = await caller.call(keyHeadValue, rules, cost, consume);
-    const decision = decide(rules, raw, cost, degraded);
-    if (denyCache !== undefined && !decision.allowed && degraded === false) {
-      denyCache.remember(keyHeadValue, cost, decision, clock());
-    }
-    return decision;
-  }
-
-  function costOf(options: CheckOptions | undefined): number {
-    if (options === undefined) return 1;
-    if (typeof options !== 'object' || options === null) {
-      throw new TypeError(`check options: expected { cost }, got ${describe(options)}`);
-    }
-    // A misspelt cost would otherwise silently charge 1.
-    for (const key in options) {
-      if (key !== 'cost')
-        throw new TypeError(`check options: unknown option '${key}'; the only option is cost`);
-    }
-    const cost = options.cost;
-    return cost === undefined ? 1 : positiveInteger(cost, 'cost', MAX_COST);
-  }
-
-  function evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision> {
-    try {
-      const cost = costOf(options);
-      const keyHeadValue = head(key);
-      if (store.local !== true) return evaluateRemote(keyHeadValue, cost, consume);
-      // In-process stores cannot hang or fail transiently: no deadline, no breaker, and no
-      // promise of their own when they answer synchronously.
-      const raw = store.evaluate(keyHeadValue, rules, cost, consume);
-      if (isPromise(raw)) return raw.then((values) => decide(rules, values, cost));
-      return Promise.resolve(decide(rules, raw, cost));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
+  const checks = createChecks({
+    prefix,
+    plans,
+    caller,
+    denyCache,
+    overrides,
+    tickets,
+    clock,
+    fallbackStore: typeof policy === 'object',
+    invalidOverride: (info) => emitter.emit('invalidOverride', info),
+  });
+  const { head, forgetDenials } = checks;
 
   const limiter: Limiter = {
     prefix,
     store,
-    rules: rules.map(describeRule),
+    rules: plans.sets.flatMap((set) => set.rules.map(describeRule)),
+    plans:
+      plans.names.length === 0
+        ? undefined
+        : Object.fromEntries(plans.sets.map((set) => [set.plan, set.rules.map(describeRule)])),
+    defaultPlan: plans.defaultPlan,
     check: function check(key, options) {
-      return evaluate(key, options, true);
+      return checks.evaluate(key, options, true);
     },
     peek: function peek(key, options) {
-      return evaluate(key, options, false);
+      return checks.evaluate(key, options, false);
+    },
+    settle: async function settle(decision, actual) {
+      const units = actualCost(actual);
+      // A denial reserved nothing.
+      if ((decision as Decision | null)?.allowed === false) return;
+      const ticket = tickets.take(decision);
+      if (ticket.where === undefined || units === ticket.reserved) return;
+      const { head: keyHeadValue, rules, reserved, tokens, where } = ticket;
+      const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokens);
+      // A refund can make room for a request a cached denial would turn away.
+      if (applied && units < reserved) forgetDenials(keyHeadValue);
     },
     reset: async function reset(key) {
       const keyHeadValue = head(key);
-      denyCache?.forget(keyHeadValue);
+      forgetDenials(keyHeadValue);
+      const rules = checks.storedRules(keyHeadValue);
       await store.reset(keyHeadValue, rules);
       if (typeof policy === 'object') await policy.reset(keyHeadValue, rules);
+    },
+    setOverride: async function setOverride(key, override, overrideOptions) {
+      const keyHeadValue = head(key);
+      await admin.set(key, override, overrideOptions);
+      overrides.delete(keyHeadValue);
+      forgetDenials(keyHeadValue);
+    },
+    clearOverride: async function clearOverride(key) {
+      const keyHeadValue = head(key);
+      await admin.clear(key);
+      overrides.delete(keyHeadValue);
+      forgetDenials(keyHeadValue);
+    },
+    listOverrides: function listOverrides() {
+      return admin.list();
     },
     on(event, listener) {
       emitter.on(event, listener as (...args: unknown[]) => void);
@@ -227,26 +276,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return limiter;
 }
 
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T>)?.then === 'function';
-}
-
-function resolvePrefix(prefix: unknown): string {
-  const value = prefix ?? 'floodgate';
-  if (typeof value !== 'string' || !PREFIX.test(value)) {
-    throw new RangeError(
-      `prefix: ${describe(value)} must be 1-64 characters of letters, digits and _ . : @ / + = ~ - (no braces: they would become the cluster hash tag)`,
-    );
-  }
-  return value;
-}
-
 function resolveStore(store: unknown, option: string): Store {
   if (
     typeof store !== 'object' ||
     store === null ||
     typeof (store as Store).evaluate !== 'function' ||
-    typeof (store as Store).reset !== 'function'
+    typeof (store as Store).reset !== 'function' ||
+    typeof (store as Store).settle !== 'function'
   ) {
     throw new TypeError(
       `${option}: expected memoryStore(), redisStore({ client }) or another Store, got ${describe(store)}`,
@@ -270,7 +306,7 @@ function resolveBreaker(breaker: LimiterOptions['breaker']) {
   }
   const failures = positiveInteger(breaker?.failures ?? 5, 'breaker.failures', 1_000_000);
   const cooldownMs = parseDuration(breaker?.cooldown ?? '500ms', 'breaker.cooldown');
-  return createCircuitBreaker(failures, cooldownMs);
+  return () => createCircuitBreaker(failures, cooldownMs);
 }
 
 function resolveDenyCache(option: LimiterOptions['denyCache']): DenyCache | undefined {

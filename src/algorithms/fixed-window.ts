@@ -3,9 +3,13 @@
  * multiples of `windowMs` since the epoch). Cheapest of all, and it keeps the well-known
  * boundary burst: up to 2 × limit can pass around a window edge.
  *
+ * Settling adjusts the count while the reservation's window is current. Later, a refund gives
+ * nothing back (the units were counted in a window that is over) and a charge is added to the
+ * current window. Debt lasts until the window ends.
+ *
  * State: the window's start and the units admitted in it. Redis: one string "start:count".
  */
-import { type Algorithm, NEVER } from './types.js';
+import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface FixedWindowState {
   readonly start: number;
@@ -32,7 +36,15 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
       resetAfterMs: untilEnd,
       commit: () => ({ start, count: count + cost }),
       ttlMs: untilEnd,
+      token: start,
     };
+  },
+  settle(state, now, { token, reserved, actual }, { limit, windowMs }) {
+    const delta = actual - reserved;
+    const start = now - (now % windowMs);
+    if (token !== start && delta < 0) return undefined;
+    const count = state !== undefined && state.start === start ? state.count : 0;
+    return { state: { start, count: adjust(count, delta, 2 * limit) }, ttlMs: start + windowMs - now };
   },
   lua: `
 EVALUATORS[1] = function(k, L, W, B, cost)
@@ -50,8 +62,23 @@ EVALUATORS[1] = function(k, L, W, B, cost)
   if not allowed then retry = (cost > L) and NEVER or untilEnd end
   local reset = 0
   if count > 0 then reset = untilEnd end
-  return allowed, math.max(0, L - count), reset, retry, untilEnd, function()
+  return allowed, math.max(0, L - count), reset, retry, untilEnd, start, function()
     redis.call('SET', key, fmt(start) .. ':' .. fmt(count + cost), 'PX', untilEnd)
   end
+end
+
+SETTLERS[1] = function(k, L, W, B, token, reserved, delta)
+  local key = KEYS[k]
+  local start = now - now % W
+  -- A refund for a window that is over gives nothing back: its units were counted there.
+  if token ~= start and delta < 0 then return end
+  local count = 0
+  local stored = redis.call('GET', key)
+  if stored then
+    local s, c = string.match(stored, '^(%d+):(%d+)$')
+    if tonumber(s) == start then count = tonumber(c) end
+  end
+  count = adjust(count, delta, 2 * L)
+  redis.call('SET', key, fmt(start) .. ':' .. fmt(count), 'PX', start + W - now)
 end`,
 };

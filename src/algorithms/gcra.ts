@@ -8,15 +8,34 @@
  * parameters this admits exactly what the token bucket admits: `TAT − now` is the bucket's
  * missing tokens, and the shared property test holds the two to that.
  *
+ * Settling moves the TAT: back for a refund (never before now), forward for a charge (at most
+ * two bursts ahead: one burst of debt), exactly as the token bucket gives and takes tokens.
+ *
  * State: TAT as "ms" or "ms:remainder". Redis: one string.
  */
-import { type Algorithm, NEVER } from './types.js';
+import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface GcraState {
   /** Whole milliseconds of the TAT. */
   readonly tat: number;
   /** The TAT's fraction of a millisecond, in units of 1/limit ms (0 <= remainder < limit). */
   readonly remainder: number;
+}
+
+/**
+ * How far the TAT is ahead of now, in units of 1/L ms; never more than two full buckets (a full
+ * one of debt): it could only be more if the clock stepped back.
+ */
+function aheadAt(state: GcraState | undefined, now: number, L: number, full: number): number {
+  if (state === undefined || state.tat < now || (state.tat === now && state.remainder === 0)) return 0;
+  if (state.tat - now > Math.ceil((2 * full) / L)) return 2 * full;
+  return Math.min(2 * full, (state.tat - now) * L + state.remainder);
+}
+
+/** The state whose TAT is `ahead` units after `now`, and how long it matters. */
+function stateAt(now: number, ahead: number, L: number): { state: GcraState; ttlMs: number } {
+  const whole = Math.floor(ahead / L);
+  return { state: { tat: now + whole, remainder: ahead - whole * L }, ttlMs: Math.ceil(ahead / L) };
 }
 
 export const gcra: Algorithm<GcraState> = {
@@ -29,57 +48,68 @@ export const gcra: Algorithm<GcraState> = {
   evaluate(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;
     const need = cost * W;
-    // How far the TAT is ahead of now, in units of 1/L ms; never more than a full bucket
-    // (it could only be more if the clock stepped back).
-    let ahead = 0;
-    if (state !== undefined && (state.tat > now || (state.tat === now && state.remainder > 0))) {
-      ahead =
-        state.tat - now > Math.ceil(full / L)
-          ? full
-          : Math.min(full, (state.tat - now) * L + state.remainder);
-    }
+    const ahead = aheadAt(state, now, L, full);
     const allowed = ahead + need <= full;
     const next = ahead + need;
-    const whole = Math.floor(next / L);
     const resetAfterMs = Math.ceil(next / L);
     return {
       allowed,
-      remaining: Math.floor((full - ahead) / W),
+      remaining: Math.max(0, Math.floor((full - ahead) / W)),
       resetMs: Math.ceil(ahead / L),
       retryAfterMs: allowed ? 0 : cost > B ? NEVER : Math.ceil((next - full) / L),
       resetAfterMs,
-      commit: () => ({ tat: now + whole, remainder: next - whole * L }),
+      commit: () => stateAt(now, next, L).state,
       ttlMs: resetAfterMs,
+      token: 0,
     };
   },
+  settle(state, now, { reserved, actual }, { limit: L, windowMs: W, capacity: B }) {
+    const full = B * W;
+    const ahead = adjust(aheadAt(state, now, L, full), (actual - reserved) * W, 2 * full);
+    return ahead === 0 ? 'delete' : stateAt(now, ahead, L);
+  },
   lua: `
+-- How far the TAT is ahead of now, in units of 1/L ms, at most two full buckets (see aheadAt).
+local function gcraAhead(key, L, full)
+  local stored = redis.call('GET', key)
+  if not stored then return 0 end
+  local tat, rem = string.match(stored, '^(%d+):?(%d*)$')
+  tat = tonumber(tat)
+  rem = tonumber(rem) or 0
+  if tat < now or (tat == now and rem == 0) then return 0 end
+  if tat - now > math.ceil(2 * full / L) then return 2 * full end
+  return math.min(2 * full, (tat - now) * L + rem)
+end
+
+-- Stores the TAT that is ahead units after now, for as long as it matters.
+local function gcraStore(key, L, ahead)
+  local whole = math.floor(ahead / L)
+  local value = fmt(now + whole)
+  local rem = ahead - whole * L
+  if rem > 0 then value = value .. ':' .. fmt(rem) end
+  redis.call('SET', key, value, 'PX', math.ceil(ahead / L))
+end
+
 EVALUATORS[4] = function(k, L, W, B, cost)
   local key = KEYS[k]
   local full = B * W
   local need = cost * W
-  local ahead = 0
-  local stored = redis.call('GET', key)
-  if stored then
-    local tat, rem = string.match(stored, '^(%d+):?(%d*)$')
-    tat = tonumber(tat)
-    rem = tonumber(rem) or 0
-    if tat > now or (tat == now and rem > 0) then
-      if tat - now > math.ceil(full / L) then ahead = full else ahead = math.min(full, (tat - now) * L + rem) end
-    end
-  end
+  local ahead = gcraAhead(key, L, full)
   local allowed = ahead + need <= full
   local nextAhead = ahead + need
-  local whole = math.floor(nextAhead / L)
-  local resetAfter = math.ceil(nextAhead / L)
   local retry = 0
   if not allowed then
     if cost > B then retry = NEVER else retry = math.ceil((nextAhead - full) / L) end
   end
-  return allowed, math.floor((full - ahead) / W), math.ceil(ahead / L), retry, resetAfter, function()
-    local rem = nextAhead - whole * L
-    local value = fmt(now + whole)
-    if rem > 0 then value = value .. ':' .. fmt(rem) end
-    redis.call('SET', key, value, 'PX', resetAfter)
+  return allowed, math.max(0, math.floor((full - ahead) / W)), math.ceil(ahead / L), retry, math.ceil(nextAhead / L), 0, function()
+    gcraStore(key, L, nextAhead)
   end
+end
+
+SETTLERS[4] = function(k, L, W, B, token, reserved, delta)
+  local key = KEYS[k]
+  local full = B * W
+  local ahead = adjust(gcraAhead(key, L, full), delta * W, 2 * full)
+  if ahead == 0 then redis.call('DEL', key) else gcraStore(key, L, ahead) end
 end`,
 };

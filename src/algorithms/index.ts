@@ -19,5 +19,12 @@ export const ALGORITHMS: Readonly<Record<AlgorithmName, AnyAlgorithm>> = {
 
 export const ALGORITHM_NAMES = Object.keys(ALGORITHMS) as AlgorithmName[];
 
-export type { Algorithm, AlgorithmName, AlgorithmParams, Evaluation } from './types.js';
-export { NEVER } from './types.js';
+export type {
+  Algorithm,
+  AlgorithmName,
+  AlgorithmParams,
+  Evaluation,
+  Settlement,
+  SettleResult,
+} from './types.js';
+export { adjust, NEVER } from './types.js';

@@ -7,8 +7,15 @@
  * per-key sequence number (with ":cost" when cost > 1), so two requests in the same
  * millisecond never collide and members stay small integers. The sum makes an admitted
  * request O(expired entries), not O(limit); denials and peeks write nothing.
+ *
+ * Settling changes the recorded entry's cost (removing it at cost 0). The entry is found by its
+ * time (the decision's token) and its reserved cost: entries of one time and one cost are
+ * interchangeable, so any of them will do, and unlike the sequence number (which restarts when
+ * the log is reset or expires) the pair never names an entry of another request by mistake, except
+ * for one reset and re-admitted in the same millisecond. An entry that has left the window takes
+ * no refund; a charge for it is recorded now. Debt: the live sum never exceeds twice the limit.
  */
-import { type Algorithm, NEVER } from './types.js';
+import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface SlidingLogState {
   /** Entry times, oldest first. */
@@ -22,6 +29,19 @@ export interface SlidingLogState {
 /** Largest sliding-log limit: every admitted unit may be one stored entry. */
 export const SLIDING_LOG_MAX_LIMIT = 100_000;
 
+/** Index of the first entry still inside the window ending at `now`. */
+function firstLive(times: readonly number[], now: number, W: number): number {
+  let first = 0;
+  while (first < times.length && (times[first] as number) <= now - W) first++;
+  return first;
+}
+
+function sumOf(costs: readonly number[], from: number, to: number): number {
+  let sum = 0;
+  for (let i = from; i < to; i++) sum += costs[i] as number;
+  return sum;
+}
+
 export const slidingLog: Algorithm<SlidingLogState> = {
   name: 'sliding-log',
   tag: 'sl',
@@ -32,13 +52,8 @@ export const slidingLog: Algorithm<SlidingLogState> = {
   evaluate(state, now, cost, { limit: L, windowMs: W }) {
     const times = state?.times ?? [];
     const costs = state?.costs ?? [];
-    let sum = state?.sum ?? 0;
-    const cutoff = now - W;
-    let first = 0;
-    while (first < times.length && (times[first] as number) <= cutoff) {
-      sum -= costs[first] as number;
-      first++;
-    }
+    const first = firstLive(times, now, W);
+    const sum = (state?.sum ?? 0) - sumOf(costs, 0, first);
     const allowed = sum + cost <= L;
     let retryAfterMs = 0;
     if (!allowed) {
@@ -68,7 +83,36 @@ export const slidingLog: Algorithm<SlidingLogState> = {
         return { times, costs, sum: sum + cost };
       },
       ttlMs: W,
+      token: now,
     };
+  },
+  settle(state, now, { token, reserved, actual }, { limit: L, windowMs: W }) {
+    const times = state?.times ?? [];
+    const costs = state?.costs ?? [];
+    const first = firstLive(times, now, W);
+    const live = { times: times.slice(first), costs: costs.slice(first) };
+    const sum = (state?.sum ?? 0) - sumOf(costs, 0, first);
+    const delta = actual - reserved;
+    const next = adjust(sum, delta, 2 * L);
+    let index = -1;
+    if (token > now - W) {
+      index = live.times.findIndex((time, i) => time === token && live.costs[i] === reserved);
+    }
+    if (index >= 0) {
+      const cost = reserved + next - sum;
+      if (cost > 0) live.costs[index] = cost;
+      else {
+        live.times.splice(index, 1);
+        live.costs.splice(index, 1);
+      }
+    } else if (next > sum) {
+      live.times.push(now);
+      live.costs.push(next - sum);
+    } else if (first === 0) {
+      return undefined;
+    }
+    if (live.times.length === 0) return 'delete';
+    return { state: { ...live, sum: index >= 0 || next > sum ? next : sum }, ttlMs: W };
   },
   lua: `
 local function logEntryCost(member)
@@ -77,22 +121,32 @@ local function logEntryCost(member)
   return 1
 end
 
-EVALUATORS[5] = function(k, L, W, B, cost)
-  local log, metaKey = KEYS[k], KEYS[k + 1]
-  local cutoff = fmt(now - W)
-  local sum, seq = 0, 0
+-- The log's stored sum (expired entries included) and next sequence number.
+local function logMeta(log, metaKey)
   local meta = redis.call('GET', metaKey)
   if meta and redis.call('EXISTS', log) == 1 then
     local s, q = string.match(meta, '^(%d+):(%d+)$')
-    sum, seq = tonumber(s), tonumber(q)
-  else
-    -- One of the two keys was lost (eviction, or expiry observed between them): rebuild the
-    -- sum and the sequence from the entries themselves.
-    for _, member in ipairs(redis.call('ZRANGE', log, 0, -1)) do
-      sum = sum + logEntryCost(member)
-      seq = math.max(seq, tonumber(string.match(member, '^(%d+)')) + 1)
-    end
+    return tonumber(s), tonumber(q)
   end
+  -- One of the two keys was lost (eviction, or expiry observed between them): rebuild the
+  -- sum and the sequence from the entries themselves.
+  local sum, seq = 0, 0
+  for _, member in ipairs(redis.call('ZRANGE', log, 0, -1)) do
+    sum = sum + logEntryCost(member)
+    seq = math.max(seq, tonumber(string.match(member, '^(%d+)')) + 1)
+  end
+  return sum, seq
+end
+
+local function logMember(seq, cost)
+  if cost == 1 then return fmt(seq) end
+  return fmt(seq) .. ':' .. fmt(cost)
+end
+
+EVALUATORS[5] = function(k, L, W, B, cost)
+  local log, metaKey = KEYS[k], KEYS[k + 1]
+  local cutoff = fmt(now - W)
+  local sum, seq = logMeta(log, metaKey)
   local expired = redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)
   for _, member in ipairs(expired) do sum = sum - logEntryCost(member) end
   local allowed = sum + cost <= L
@@ -112,13 +166,44 @@ EVALUATORS[5] = function(k, L, W, B, cost)
   local reset = 0
   local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
   if newest[2] and tonumber(newest[2]) > now - W then reset = tonumber(newest[2]) + W - now end
-  return allowed, math.max(0, L - sum), reset, retry, W, function()
+  return allowed, math.max(0, L - sum), reset, retry, W, now, function()
     if #expired > 0 then redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff) end
-    local member = fmt(seq)
-    if cost > 1 then member = member .. ':' .. fmt(cost) end
-    redis.call('ZADD', log, fmt(now), member)
+    redis.call('ZADD', log, fmt(now), logMember(seq, cost))
     redis.call('PEXPIRE', log, W)
     redis.call('SET', metaKey, fmt(sum + cost) .. ':' .. fmt(seq + 1), 'PX', W)
+  end
+end
+
+SETTLERS[5] = function(k, L, W, B, token, reserved, delta)
+  local log, metaKey = KEYS[k], KEYS[k + 1]
+  local cutoff = fmt(now - W)
+  local sum, seq = logMeta(log, metaKey)
+  for _, member in ipairs(redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)) do
+    sum = sum - logEntryCost(member)
+  end
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
+  local nextSum = adjust(sum, delta, 2 * L)
+  local found
+  if token > now - W then
+    for _, member in ipairs(redis.call('ZRANGEBYSCORE', log, fmt(token), fmt(token))) do
+      if logEntryCost(member) == reserved then found = member break end
+    end
+  end
+  if found then
+    redis.call('ZREM', log, found)
+    local cost = reserved + nextSum - sum
+    if cost > 0 then redis.call('ZADD', log, fmt(token), logMember(tonumber(string.match(found, '^(%d+)')), cost)) end
+    sum = nextSum
+  elseif nextSum > sum then
+    redis.call('ZADD', log, fmt(now), logMember(seq, nextSum - sum))
+    seq = seq + 1
+    sum = nextSum
+  end
+  if redis.call('EXISTS', log) == 0 then
+    redis.call('DEL', metaKey)
+  else
+    redis.call('PEXPIRE', log, W)
+    redis.call('SET', metaKey, fmt(sum) .. ':' .. fmt(seq), 'PX', W)
   end
 end`,
 };

@@ -6,10 +6,14 @@
  * All arithmetic is on integers scaled by `windowMs` (`count × W`), so the TypeScript and Lua
  * twins compute bit-identical results and no fraction is ever rounded differently.
  *
+ * Settling adjusts the count of the window the reservation was counted in: the current one, or
+ * the previous one once the window has turned (where it still weighs on the sliding window).
+ * Older than that, a refund gives nothing back and a charge is added to the current window.
+ *
  * State: the current window's start, its count and the previous window's count.
  * Redis: one string "start:current:previous".
  */
-import { type Algorithm, NEVER } from './types.js';
+import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface SlidingWindowState {
   readonly start: number;
@@ -25,17 +29,7 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
   keySuffixes: [''],
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, now, cost, { limit: L, windowMs: W }) {
-    const start = now - (now % W);
-    let current = 0;
-    let previous = 0;
-    if (state !== undefined) {
-      if (state.start === start) {
-        current = state.current;
-        previous = state.previous;
-      } else if (state.start === start - W) {
-        previous = state.current;
-      }
-    }
+    const { start, current, previous } = windowsAt(state, now, W);
     const elapsed = now - start;
     // Units in use, scaled by W: current × W + previous × (W − elapsed).
     const used = current * W + previous * (W - elapsed);
@@ -69,11 +63,21 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
       resetAfterMs,
       commit: () => ({ start, current: current + cost, previous }),
       ttlMs: resetAfterMs,
+      token: start,
     };
   },
+  settle(state, now, { token, reserved, actual }, { limit: L, windowMs: W }) {
+    const delta = actual - reserved;
+    const { start, current, previous } = windowsAt(state, now, W);
+    let next: SlidingWindowState;
+    if (token === start - W) next = { start, current, previous: adjust(previous, delta, 2 * L) };
+    else if (token === start || delta > 0) next = { start, current: adjust(current, delta, 2 * L), previous };
+    else return undefined;
+    return { state: next, ttlMs: start + 2 * W - now };
+  },
   lua: `
-EVALUATORS[2] = function(k, L, W, B, cost)
-  local key = KEYS[k]
+-- The current window's start and the counts of it and of the previous window, as of now.
+local function windowsAt(key, W)
   local start = now - now % W
   local current, previous = 0, 0
   local stored = redis.call('GET', key)
@@ -86,6 +90,12 @@ EVALUATORS[2] = function(k, L, W, B, cost)
       previous = tonumber(c)
     end
   end
+  return start, current, previous
+end
+
+EVALUATORS[2] = function(k, L, W, B, cost)
+  local key = KEYS[k]
+  local start, current, previous = windowsAt(key, W)
   local elapsed = now - start
   local used = current * W + previous * (W - elapsed)
   local allowed = used + cost * W <= L * W
@@ -108,8 +118,29 @@ EVALUATORS[2] = function(k, L, W, B, cost)
     end
   end
   local resetAfter = start + 2 * W - now
-  return allowed, math.max(0, math.floor((L * W - used) / W)), reset, retry, resetAfter, function()
+  return allowed, math.max(0, math.floor((L * W - used) / W)), reset, retry, resetAfter, start, function()
     redis.call('SET', key, fmt(start) .. ':' .. fmt(current + cost) .. ':' .. fmt(previous), 'PX', resetAfter)
   end
+end
+
+SETTLERS[2] = function(k, L, W, B, token, reserved, delta)
+  local key = KEYS[k]
+  local start, current, previous = windowsAt(key, W)
+  if token == start - W then
+    previous = adjust(previous, delta, 2 * L)
+  elseif token == start or delta > 0 then
+    current = adjust(current, delta, 2 * L)
+  else
+    return
+  end
+  redis.call('SET', key, fmt(start) .. ':' .. fmt(current) .. ':' .. fmt(previous), 'PX', start + 2 * W - now)
 end`,
 };
+
+/** The current window's start and the counts of it and of the previous window, as of `now`. */
+function windowsAt(state: SlidingWindowState | undefined, now: number, W: number): SlidingWindowState {
+  const start = now - (now % W);
+  if (state?.start === start) return { start, current: state.current, previous: state.previous };
+  if (state?.start === start - W) return { start, current: 0, previous: state.current };
+  return { start, current: 0, previous: 0 };
+}

@@ -6,13 +6,25 @@
  * every quantity is an integer and the TypeScript and Lua twins agree exactly. `limit × window`
  * and `burst × window` are validated to stay far below 2^53.
  *
- * State: scaled tokens and the time they were counted. Redis: one string "tokens:at".
+ * Settling puts refunded tokens back (never above a full bucket) and takes charged ones out; the
+ * bucket may go down to minus one full bucket (debt), which later requests wait out as it refills.
+ *
+ * State: scaled tokens (negative in debt) and the time they were counted. Redis: one string
+ * "tokens:at".
  */
-import { type Algorithm, NEVER } from './types.js';
+import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface TokenBucketState {
   readonly tokens: number;
   readonly at: number;
+}
+
+/** Scaled tokens in the bucket at `now`. */
+function tokensAt(state: TokenBucketState | undefined, now: number, L: number, full: number): number {
+  if (state === undefined) return full;
+  // A clock that steps back (failover to another Redis) refills nothing rather than going negative.
+  const elapsed = Math.max(0, now - state.at);
+  return elapsed >= Math.ceil((full - state.tokens) / L) ? full : state.tokens + elapsed * L;
 }
 
 export const tokenBucket: Algorithm<TokenBucketState> = {
@@ -25,45 +37,63 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   evaluate(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;
     const need = cost * W;
-    let tokens = full;
-    if (state !== undefined) {
-      // A clock that steps back (failover to another Redis) refills nothing rather than going negative.
-      const elapsed = Math.max(0, now - state.at);
-      tokens = elapsed >= Math.ceil((full - state.tokens) / L) ? full : state.tokens + elapsed * L;
-    }
+    const tokens = tokensAt(state, now, L, full);
     const allowed = tokens >= need;
     const resetAfterMs = Math.ceil((full - tokens + need) / L);
     return {
       allowed,
-      remaining: Math.floor(tokens / W),
+      remaining: Math.max(0, Math.floor(tokens / W)),
       resetMs: Math.ceil((full - tokens) / L),
       retryAfterMs: allowed ? 0 : cost > B ? NEVER : Math.ceil((need - tokens) / L),
       resetAfterMs,
       commit: () => ({ tokens: tokens - need, at: now }),
       ttlMs: resetAfterMs,
+      token: 0,
     };
   },
+  settle(state, now, { reserved, actual }, { limit: L, windowMs: W, capacity: B }) {
+    const full = B * W;
+    // Work on the missing tokens (the bucket's usage), as gcra works on its TAT.
+    const missing = adjust(full - tokensAt(state, now, L, full), (actual - reserved) * W, 2 * full);
+    if (missing === 0) return 'delete';
+    return { state: { tokens: full - missing, at: now }, ttlMs: Math.ceil(missing / L) };
+  },
   lua: `
+-- Scaled tokens in the bucket now (negative in debt).
+local function tokensAt(key, L, full)
+  local stored = redis.call('GET', key)
+  if not stored then return full end
+  local t, at = string.match(stored, '^(-?%d+):(%d+)$')
+  t, at = tonumber(t), tonumber(at)
+  local elapsed = math.max(0, now - at)
+  if elapsed >= math.ceil((full - t) / L) then return full end
+  return t + elapsed * L
+end
+
 EVALUATORS[3] = function(k, L, W, B, cost)
   local key = KEYS[k]
   local full = B * W
   local need = cost * W
-  local tokens = full
-  local stored = redis.call('GET', key)
-  if stored then
-    local t, at = string.match(stored, '^(%d+):(%d+)$')
-    t, at = tonumber(t), tonumber(at)
-    local elapsed = math.max(0, now - at)
-    if elapsed >= math.ceil((full - t) / L) then tokens = full else tokens = t + elapsed * L end
-  end
+  local tokens = tokensAt(key, L, full)
   local allowed = tokens >= need
   local retry = 0
   if not allowed then
     if cost > B then retry = NEVER else retry = math.ceil((need - tokens) / L) end
   end
   local resetAfter = math.ceil((full - tokens + need) / L)
-  return allowed, math.floor(tokens / W), math.ceil((full - tokens) / L), retry, resetAfter, function()
+  return allowed, math.max(0, math.floor(tokens / W)), math.ceil((full - tokens) / L), retry, resetAfter, 0, function()
     redis.call('SET', key, fmt(tokens - need) .. ':' .. fmt(now), 'PX', resetAfter)
+  end
+end
+
+SETTLERS[3] = function(k, L, W, B, token, reserved, delta)
+  local key = KEYS[k]
+  local full = B * W
+  local missing = adjust(full - tokensAt(key, L, full), delta * W, 2 * full)
+  if missing == 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, fmt(full - missing) .. ':' .. fmt(now), 'PX', math.ceil(missing / L))
   end
 end`,
 };

@@ -1,8 +1,8 @@
 /**
  * The contract every algorithm fulfils twice: as a pure TypeScript step function (the
  * specification, used directly by the memory store) and as a Lua twin (run inside Redis).
- * Both produce the same five numbers for the same state, time and cost, and the shared
- * specification tests hold them to it.
+ * Both produce the same six numbers for the same state, time and cost, and settle a reservation
+ * the same way; the shared specification tests hold them to it.
  */
 
 export type AlgorithmName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra';
@@ -36,7 +36,22 @@ export interface Evaluation<S> {
   commit(): S;
   /** How long the committed state matters; past it, it is equivalent to no state at all. */
   ttlMs: number;
+  /**
+   * What `settle` needs to find this request's units again: the window's start for the window
+   * algorithms, the entry's time for sliding-log, 0 for the buckets (whose state has no parts).
+   */
+  token: number;
 }
+
+/** A reservation being settled: its token, the cost it reserved and the cost it really had. */
+export interface Settlement {
+  readonly token: number;
+  readonly reserved: number;
+  readonly actual: number;
+}
+
+/** A settle's effect on one rule's state: a new state and its ttl, `'delete'`, or undefined (unchanged). */
+export type SettleResult<S> = { state: S; ttlMs: number } | 'delete' | undefined;
 
 /** Marks "can never be allowed" in the raw results, which must stay plain integers for Lua. */
 export const NEVER = -1;
@@ -56,9 +71,25 @@ export interface Algorithm<S> {
   /** The specification: a pure function of the stored state, the time and the cost. */
   evaluate(state: S | undefined, now: number, cost: number, params: AlgorithmParams): Evaluation<S>;
   /**
+   * Applies `actual − reserved` to the state an admitted request left behind: a refund never
+   * takes usage below zero, a charge never takes it past twice the capacity (one capacity of
+   * debt), and neither ever touches units counted in a window that has already ended.
+   */
+  settle(state: S | undefined, now: number, settlement: Settlement, params: AlgorithmParams): SettleResult<S>;
+  /**
    * The Lua twin: a chunk that defines `EVALUATORS[code] = function(k, L, W, B, cost)` returning
-   * allowed (0/1), remaining, resetMs, retryAfterMs, resetAfterMs and a commit function. `k` is the
-   * index of the rule's first key in KEYS; `now` and the helpers of the preamble are in scope.
+   * allowed (0/1), remaining, resetMs, retryAfterMs, resetAfterMs, token and a commit function, and
+   * `SETTLERS[code] = function(k, L, W, B, token, reserved, delta)`. `k` is the index of the rule's
+   * first key in KEYS; `now` and the helpers of the preamble (`fmt`, `adjust`) are in scope.
    */
   readonly lua: string;
+}
+
+/**
+ * Usage after a settle's `delta`: a refund stops at zero; a charge stops at `most` (and never
+ * lowers usage that is already above it, e.g. after an override lowered the limit).
+ */
+export function adjust(used: number, delta: number, most: number): number {
+  if (delta < 0) return Math.max(0, used + delta);
+  return Math.max(used, Math.min(used + delta, most));
 }

@@ -5,7 +5,7 @@
  * it never retries a failed or timed-out call, which may already have been applied.
  */
 import type { ResolvedRule } from '../rules.js';
-import type { Store } from '../stores/types.js';
+import type { EvaluateReply, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
 import { TIMED_OUT, withDeadline } from './deadline.js';
 
@@ -16,7 +16,8 @@ export type Degraded = false | 'timeout' | 'unavailable' | 'error';
 export type StoreErrorPolicy = 'open' | 'closed' | Store;
 
 export interface StoreCallResult {
-  raw: ArrayLike<number>;
+  /** Only the configured store answers `OverrideChanged`: a fallback is never asked about overrides. */
+  raw: EvaluateReply;
   degraded: Degraded;
 }
 
@@ -32,8 +33,24 @@ export interface StoreCaller {
     rules: readonly ResolvedRule[],
     cost: number,
     consume: boolean,
+    overrideSeen?: string,
   ): Promise<StoreCallResult>;
+  /**
+   * Settles a reservation where it was made: in the configured store (within the deadline, not
+   * while the circuit is open) or in the fallback store. A failure is reported through the events
+   * and resolves `false`; it is never retried or thrown.
+   */
+  settle(
+    where: 'store' | 'fallback',
+    head: string,
+    rules: readonly ResolvedRule[],
+    reserved: number,
+    actual: number,
+    tokens: readonly number[],
+  ): Promise<boolean>;
 }
+
+type Attempt<T> = { ok: true; value: T } | { ok: false; reason: Exclude<Degraded, false> };
 
 export class StoreTimeoutError extends Error {
   constructor(ms: number) {
@@ -46,10 +63,36 @@ export function createStoreCaller(
   store: Store,
   timeoutMs: number,
   policy: StoreErrorPolicy,
-  breaker: CircuitBreaker | undefined,
+  newBreaker: (() => CircuitBreaker) | undefined,
   events: StoreCallerEvents,
   clock: () => number,
 ): StoreCaller {
+  // In-process stores cannot hang or fail transiently: call them directly, with no timer.
+  if (store.local === true) {
+    return {
+      async call(head, rules, cost, consume, overrideSeen) {
+        return { raw: await store.evaluate(head, rules, cost, consume, overrideSeen), degraded: false };
+      },
+      async settle(_where, head, rules, reserved, actual, tokens) {
+        await store.settle(head, rules, reserved, actual, tokens);
+        return true;
+      },
+    };
+  }
+  // One breaker per cluster slot when the store is partitioned: a failed node must not cut off
+  // the keys that healthy nodes serve. At most 16,384 slots, so the map stays bounded.
+  const single = newBreaker?.();
+  const perShard = new Map<number, CircuitBreaker>();
+  function breakerFor(head: string): CircuitBreaker | undefined {
+    if (newBreaker === undefined || store.shardOf === undefined) return single;
+    const shard = store.shardOf(head);
+    let breaker = perShard.get(shard);
+    if (breaker === undefined) {
+      breaker = newBreaker();
+      perShard.set(shard, breaker);
+    }
+    return breaker;
+  }
   let healthy = true;
 
   function failed(reason: Exclude<Degraded, false>, cause: unknown): void {
@@ -71,39 +114,55 @@ export function createStoreCaller(
       return { raw: await policy.evaluate(head, rules, cost, consume), degraded: reason };
     }
     const raw: number[] = [];
-    const waitMs = Math.max(1, breaker?.retryInMs(clock()) ?? 0, timeoutMs);
+    const waitMs = Math.max(1, breakerFor(head)?.retryInMs(clock()) ?? 0, timeoutMs);
     for (const rule of rules) {
       // 'open' admits as if the key were fresh; 'closed' denies with a wait until the next probe.
-      if (policy === 'open') raw.push(1, rule.capacity, 0, 0, 0);
-      else raw.push(0, 0, waitMs, waitMs, waitMs);
+      if (policy === 'open') raw.push(1, rule.capacity, 0, 0, 0, 0);
+      else raw.push(0, 0, waitMs, waitMs, waitMs, 0);
     }
     return { raw, degraded: reason };
   }
 
+  /** Runs one store call within the deadline, unless the circuit is open; never throws. */
+  async function attempt<T>(head: string, work: () => Promise<T>): Promise<Attempt<T>> {
+    const breaker = breakerFor(head);
+    if (breaker !== undefined && !breaker.allow(clock())) return { ok: false, reason: 'unavailable' };
+    let outcome: T | typeof TIMED_OUT;
+    try {
+      outcome = await withDeadline(work(), timeoutMs);
+    } catch (error) {
+      breaker?.fail(clock());
+      failed('error', error);
+      return { ok: false, reason: 'error' };
+    }
+    if (outcome === TIMED_OUT) {
+      breaker?.fail(clock());
+      failed('timeout', new StoreTimeoutError(timeoutMs));
+      return { ok: false, reason: 'timeout' };
+    }
+    breaker?.succeed();
+    if (!healthy) {
+      healthy = true;
+      events.recovered();
+    }
+    return { ok: true, value: outcome };
+  }
+
   return {
-    async call(head, rules, cost, consume) {
-      if (breaker !== undefined && !breaker.allow(clock())) {
-        return fallback('unavailable', head, rules, cost, consume);
+    async call(head, rules, cost, consume, overrideSeen) {
+      const outcome = await attempt(head, async () =>
+        store.evaluate(head, rules, cost, consume, overrideSeen),
+      );
+      if (!outcome.ok) return fallback(outcome.reason, head, rules, cost, consume);
+      return { raw: outcome.value, degraded: false };
+    },
+    async settle(where, head, rules, reserved, actual, tokens) {
+      if (where === 'fallback') {
+        if (typeof policy !== 'object') return false;
+        await policy.settle(head, rules, reserved, actual, tokens);
+        return true;
       }
-      let outcome: ArrayLike<number> | typeof TIMED_OUT;
-      try {
-        outcome = await withDeadline(Promise.resolve(store.evaluate(head, rules, cost, consume)), timeoutMs);
-      } catch (error) {
-        breaker?.fail(clock());
-        failed('error', error);
-        return fallback('error', head, rules, cost, consume);
-      }
-      if (outcome === TIMED_OUT) {
-        breaker?.fail(clock());
-        failed('timeout', new StoreTimeoutError(timeoutMs));
-        return fallback('timeout', head, rules, cost, consume);
-      }
-      breaker?.succeed();
-      if (!healthy) {
-        healthy = true;
-        events.recovered();
-      }
-      return { raw: outcome, degraded: false };
+      return (await attempt(head, () => store.settle(head, rules, reserved, actual, tokens))).ok;
     },
   };
 }

@@ -7,6 +7,11 @@
 import { describe } from '../duration.js';
 
 export interface ScriptRunner {
+  /**
+   * True when calls are spread over the nodes of a cluster, so that one node's failure is kept
+   * apart from the others' (the limiter's circuit breaker is then kept per hash slot).
+   */
+  readonly partitioned?: boolean;
   evalSha(sha: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
 }
@@ -39,6 +44,7 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
   if (hasMethods(client, 'evalsha', 'eval')) {
     const io = client as IoRedisLike;
     return {
+      partitioned: (client as { isCluster?: unknown }).isCluster === true,
       evalSha: (sha, keys, args) => io.evalsha(sha, keys.length, ...keys, ...args),
       eval: (script, keys, args) => io.eval(script, keys.length, ...keys, ...args),
     };
@@ -48,6 +54,8 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
   if (hasMethods(client, 'evalSha', 'eval', 'sendCommand')) {
     const node = client as NodeRedisLike;
     return {
+      // Only node-redis clusters can list their masters.
+      partitioned: hasMethods(client, 'getMasters'),
       evalSha: (sha, keys, args) => node.evalSha(sha, { keys: [...keys], arguments: [...args] }),
       eval: (script, keys, args) => node.eval(script, { keys: [...keys], arguments: [...args] }),
     };

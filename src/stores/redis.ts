@@ -8,7 +8,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../algorithms/script.js';
+import { RAW_FIELDS } from '../decision.js';
 import { describe } from '../duration.js';
+import { keyHead, overrideKey, overrideRegistryKey } from '../keys.js';
 import type { ResolvedRule } from '../rules.js';
 import { rejectUnknownOptions } from './options.js';
 import {
@@ -18,7 +20,8 @@ import {
   type ScriptRunner,
   toScriptRunner,
 } from './redis-client.js';
-import type { Store } from './types.js';
+import { hashSlot } from './slot.js';
+import type { Store, StoredOverride } from './types.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis`/`Cluster`, an iovalkey client, a node-redis client or cluster, or a `ScriptRunner`. */
@@ -42,13 +45,15 @@ const TRYAGAIN_FIRST_DELAY_MS = 10;
 /** The static part of the script's arguments for one rule list, computed once per list. */
 const ruleArgsCache = new WeakMap<readonly ResolvedRule[], { args: string[]; suffixes: string[][] }>();
 
+function ruleArgs(rule: ResolvedRule, token: number): string[] {
+  return [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity, token].map(String);
+}
+
 function describeRules(rules: readonly ResolvedRule[]) {
   let described = ruleArgsCache.get(rules);
   if (described === undefined) {
     described = {
-      args: rules.flatMap((rule) =>
-        [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity].map(String),
-      ),
+      args: rules.flatMap((rule) => ruleArgs(rule, 0)),
       suffixes: rules.map((rule) =>
         rule.algorithm.keySuffixes.map((suffix: string) => rule.keyTail + suffix),
       ),
@@ -58,8 +63,9 @@ function describeRules(rules: readonly ResolvedRule[]) {
   return described;
 }
 
+/** The key's override key first, then every rule's keys. */
 function ruleKeys(head: string, suffixes: string[][]): string[] {
-  const keys: string[] = [];
+  const keys: string[] = [overrideKey(head)];
   for (const list of suffixes) for (const suffix of list) keys.push(head + suffix);
   return keys;
 }
@@ -103,21 +109,62 @@ export function redisStore(options: RedisStoreOptions): Store {
     }
   }
 
+  const now = (): string => (clock === undefined ? '-1' : String(clock()));
+
   return {
     kind: 'redis',
     ...(clock === undefined ? {} : { clock }),
-    async evaluate(head, rules, cost, consume) {
+    ...(runner.partitioned === true ? { shardOf: hashSlot } : {}),
+    async evaluate(head, rules, cost, consume, overrideSeen) {
       const described = describeRules(rules);
-      const now = clock === undefined ? '-1' : String(clock());
-      const args = [consume ? 'c' : 'p', String(cost), now, String(rules.length), ...described.args];
+      const seen = overrideSeen ?? '*';
+      const args = [consume ? 'c' : 'p', String(cost), now(), seen, String(rules.length), ...described.args];
       const reply = await run(ruleKeys(head, described.suffixes), args);
-      if (!Array.isArray(reply) || reply.length !== rules.length * 5) {
+      if (Array.isArray(reply) && reply[0] === 'override' && reply.length === 2) {
+        const value = String(reply[1]);
+        return { overrideChanged: true, value: value === '' ? undefined : value };
+      }
+      const expected = rules.length * RAW_FIELDS + (seen === '*' || seen === '' ? 0 : 1);
+      if (!Array.isArray(reply) || reply.length !== expected) {
         throw new Error(`floodgate: unexpected reply from the Redis script: ${describe(reply)}`);
       }
       return reply as number[];
     },
+    async settle(head, rules, reserved, actual, tokens) {
+      const perRule = rules.flatMap((rule, i) => ruleArgs(rule, tokens[i] as number));
+      const args = ['s', String(reserved), now(), String(actual), String(rules.length), ...perRule];
+      await run(ruleKeys(head, describeRules(rules).suffixes), args);
+    },
     async reset(head, rules) {
       await run(ruleKeys(head, describeRules(rules).suffixes), ['r']);
+    },
+    async setOverride(prefix, key, value, ttlMs) {
+      const expiresAt = await run(
+        [overrideKey(keyHead(prefix, key))],
+        ['o', String(ttlMs ?? 0), now(), value],
+      );
+      // The key's own copy is the truth checks read; the registry only lists it.
+      await run([overrideRegistryKey(prefix)], ['g', key, '', `${expiresAt}:${value}`]);
+    },
+    async clearOverride(prefix, key) {
+      await run([overrideKey(keyHead(prefix, key))], ['x']);
+      await run([overrideRegistryKey(prefix)], ['d', key]);
+    },
+    async listOverrides(prefix) {
+      const reply = await run([overrideRegistryKey(prefix)], ['l', '', now()]);
+      if (!Array.isArray(reply) || reply.length % 3 !== 0) {
+        throw new Error(`floodgate: unexpected reply from the Redis script: ${describe(reply)}`);
+      }
+      const list: StoredOverride[] = [];
+      for (let i = 0; i < reply.length; i += 3) {
+        const remaining = Number(reply[i + 1]);
+        list.push({
+          key: String(reply[i]),
+          value: String(reply[i + 2]),
+          expiresInMs: remaining < 0 ? undefined : remaining,
+        });
+      }
+      return list;
     },
   };
 }

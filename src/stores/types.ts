@@ -1,8 +1,32 @@
 /**
  * The store contract: where rule state lives. A store knows nothing about individual
- * algorithms; it runs the rules it is given against the state under one key head.
+ * algorithms; it runs the rules it is given against the state under one key head. It also keeps
+ * each key's runtime override as an opaque string (the limiter interprets it) and checks it on
+ * the way, so the hot path needs no extra round trip.
  */
 import type { ResolvedRule } from '../rules.js';
+
+/**
+ * A store's answer to `evaluate` when asked to check the key's override (`overrideSeen`) and it
+ * holds a different one: nothing was evaluated. `value` is the override now stored, if any.
+ */
+export interface OverrideChanged {
+  readonly overrideChanged: true;
+  readonly value: string | undefined;
+}
+
+/** RAW_FIELDS numbers per rule (see decision.ts), or the news that the key's override changed. */
+export type EvaluateReply = ArrayLike<number> | OverrideChanged;
+
+/** One key's override as a store lists it. */
+export interface StoredOverride {
+  /** The user's key (as given to `check`). */
+  readonly key: string;
+  /** The opaque value the limiter stored. */
+  readonly value: string;
+  /** Milliseconds until it expires, or undefined when it has no ttl. */
+  readonly expiresInMs: number | undefined;
+}
 
 export interface Store {
   /** A short name for logs and errors, e.g. `'memory'` or `'redis'`. */
@@ -18,17 +42,45 @@ export interface Store {
    */
   readonly clock?: () => number;
   /**
+   * For stores spread over independent nodes (Redis Cluster): which part serves `head`. The
+   * limiter then keeps its circuit breaker per part, so one failed node does not cut off others.
+   */
+  shardOf?(head: string): number;
+  /**
    * Evaluates every rule for the key whose Redis-style head is `head` (see keys.ts) and, when
    * `consume` is set and all rules allow, consumes `cost` from each, atomically.
    * Returns (or resolves to) RAW_FIELDS numbers per rule (see decision.ts); in-process stores
    * answer synchronously, which spares the hot path a promise.
+   *
+   * With `overrideSeen` (the override value the caller decided the rules with, `''` for none),
+   * the store first compares it with the key's stored override: if they differ it evaluates
+   * nothing and answers `OverrideChanged`; if they match and `overrideSeen` is not `''`, one more
+   * number follows the rules' numbers: the override's remaining milliseconds (-1: no expiry).
    */
   evaluate(
     head: string,
     rules: readonly ResolvedRule[],
     cost: number,
     consume: boolean,
-  ): ArrayLike<number> | Promise<ArrayLike<number>>;
-  /** Forgets all state of the rules under `head`. */
+    overrideSeen?: string,
+  ): EvaluateReply | Promise<EvaluateReply>;
+  /**
+   * Settles an admitted request that reserved `reserved` units and really used `actual`, given
+   * the token each rule returned for it (every sixth raw number), on every rule atomically.
+   */
+  settle(
+    head: string,
+    rules: readonly ResolvedRule[],
+    reserved: number,
+    actual: number,
+    tokens: readonly number[],
+  ): Promise<void>;
+  /** Forgets all state of the rules under `head` (not its override). */
   reset(head: string, rules: readonly ResolvedRule[]): Promise<void>;
+  /** Stores `value` as the override of `key` under `prefix`, for `ttlMs` (undefined: until cleared). */
+  setOverride(prefix: string, key: string, value: string, ttlMs: number | undefined): Promise<void>;
+  /** Removes the override of `key` under `prefix`, if any. */
+  clearOverride(prefix: string, key: string): Promise<void>;
+  /** Every live override under `prefix`, in no particular order. */
+  listOverrides(prefix: string): Promise<StoredOverride[]>;
 }

@@ -3,30 +3,49 @@
  * runner moves; the same expectations hold for every store.
  */
 import { expect, it } from 'vitest';
-import { createLimiter, type Store } from '../../src/index.js';
+import { createLimiter, type Decision, type Store } from '../../src/index.js';
 import { BASE_TIME, SPEC_CASES } from './spec-cases.js';
+import { TENANT_CASES } from './tenant-cases.js';
 
 export type StoreWithClock = (clock: () => number) => Store;
 
 export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): void {
-  for (const [index, specCase] of SPEC_CASES.entries()) {
+  for (const [index, specCase] of [...SPEC_CASES, ...TENANT_CASES].entries()) {
     it(specCase.name, async () => {
       let now = BASE_TIME;
       // The deny cache answers repeated denials locally with the binding rule's numbers only; the
-      // table pins every rule's exact view, so it runs against the store alone.
+      // table pins every rule's exact view, so it runs against the store alone. The deadline is
+      // generous: a loaded machine must not turn a slow answer into a fail-open decision here.
       const limiter = createLimiter({
         store: makeStore(() => now),
-        rules: specCase.rules,
+        ...(specCase.plans === undefined
+          ? { rules: specCase.rules }
+          : { plans: specCase.plans, defaultPlan: specCase.defaultPlan }),
         prefix: keyPrefix,
         denyCache: false,
+        timeout: '5s',
       });
       const key = `case-${index}`;
+      const decisions: Decision[] = [];
       for (const [stepIndex, step] of specCase.steps.entries()) {
         now = BASE_TIME + step.at;
-        const options = { cost: step.cost ?? 1 };
+        if (step.op === 'reset') {
+          await limiter.reset(key);
+          continue;
+        }
+        if (step.op === 'settle') {
+          const settled = decisions[step.settles ?? -1];
+          if (settled === undefined) throw new Error(`step ${stepIndex}: settles no earlier decision`);
+          await limiter.settle(settled, step.actual ?? 0);
+          continue;
+        }
+        const options = { cost: step.cost ?? 1, ...(step.plan === undefined ? {} : { plan: step.plan }) };
         const decision =
           step.op === 'peek' ? await limiter.peek(key, options) : await limiter.check(key, options);
+        decisions[stepIndex] = decision;
         const where = `step ${stepIndex} (t=${step.at}, cost=${options.cost}, ${step.op ?? 'check'})`;
+        const expected = step.expect;
+        if (expected === undefined) throw new Error(`${where}: a check or peek needs an expectation`);
         expect(
           {
             allowed: decision.allowed,
@@ -36,15 +55,17 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
           },
           where,
         ).toEqual({
-          allowed: step.expect.allowed,
-          remaining: step.expect.remaining,
-          resetMs: step.expect.resetMs,
-          retryAfterMs: step.expect.retryAfterMs,
+          allowed: expected.allowed,
+          remaining: expected.remaining,
+          resetMs: expected.resetMs,
+          retryAfterMs: expected.retryAfterMs,
         });
-        if (step.expect.rule !== undefined) expect(decision.rule, where).toBe(step.expect.rule);
-        for (const [name, expected] of Object.entries(step.rules ?? {})) {
+        if (expected.rule !== undefined) expect(decision.rule, where).toBe(expected.rule);
+        if (specCase.plans !== undefined)
+          expect(decision.plan, where).toBe(options.plan ?? specCase.defaultPlan);
+        for (const [name, expectedView] of Object.entries(step.rules ?? {})) {
           const view = decision.rules.find((rule) => rule.rule === name);
-          expect(view, `${where} rule ${name}`).toMatchObject(expected);
+          expect(view, `${where} rule ${name}`).toMatchObject(expectedView);
         }
       }
     });

@@ -10,7 +10,7 @@ import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../../src/algorithms/script.js';
 import { createLimiter, type Limiter, redisStore, type ScriptRunner } from '../../src/index.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 
-const PINNED_SHA = '4064302e11793f9d3011decddb5b0020e8bb4699';
+const PINNED_SHA = 'b0594d534b7194b2e3355b930d761da8cb2de9ef';
 
 let server: RedisServer;
 let ioredis: Redis;

@@ -17,15 +17,23 @@ export interface Step {
   /** Milliseconds after BASE_TIME. */
   at: number;
   cost?: number;
-  op?: 'check' | 'peek';
-  expect: Expected;
+  /** `settle` settles the decision of step `settles` at cost `actual`; `reset` resets the key. */
+  op?: 'check' | 'peek' | 'settle' | 'reset';
+  /** With plans: the plan to check under (default: the case's defaultPlan). */
+  plan?: string;
+  settles?: number;
+  actual?: number;
+  /** Required for checks and peeks. */
+  expect?: Expected;
   /** Per-rule expectations for multi-rule cases, by rule name. */
   rules?: Record<string, Partial<Expected>>;
 }
 
 export interface SpecCase {
   name: string;
-  rules: RuleOptions | RuleOptions[];
+  rules?: RuleOptions | RuleOptions[];
+  plans?: Record<string, RuleOptions | RuleOptions[]>;
+  defaultPlan?: string;
   steps: Step[];
 }
 

@@ -87,7 +87,7 @@ describe('all five algorithms in one limiter', () => {
     await resetStats();
 
     for (const { name, store } of clients.stores) {
-      const limiter = createLimiter({ rules, store, prefix: `five-${name}` });
+      const limiter = createLimiter({ rules, store, prefix: `five-${name}`, timeout: '5s' });
       for (const key of keys) {
         const decisions = [];
         for (let i = 0; i < 4; i++) decisions.push(await limiter.check(key));
@@ -224,7 +224,7 @@ describe('the script cache is per node', () => {
     let allowed = 0;
     await Promise.all(
       clients.stores.flatMap(({ name, store }) => {
-        const limiter = createLimiter({ rules, store, prefix: 'flush' });
+        const limiter = createLimiter({ rules, store, prefix: 'flush', timeout: '5s' });
         return keys.map(async (key) => {
           for (let i = 0; i < perStore; i++) {
             try {

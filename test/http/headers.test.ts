@@ -255,7 +255,11 @@ describe('429 body', () => {
       evaluate: async () => {
         throw new Error('store down');
       },
+      settle: async () => {},
       reset: async () => {},
+      setOverride: async () => {},
+      clearOverride: async () => {},
+      listOverrides: async () => [],
     };
     const limiter = createLimiter({
       rules: { name: 'minute', algorithm: 'sliding-log', limit: 5, window: '1m' },

@@ -181,7 +181,7 @@ const CASES: Case[] = [
     ['rules[1].limit', ': 0 '],
   ],
   ['rules []', () => createLimiter({ rules: [] }), TypeError, ['rules', 'at least one rule']],
-  ['rules missing', limiterWith({ rules: undefined }), TypeError, ['rules', 'at least one rule']],
+  ['rules missing', limiterWith({ rules: undefined }), TypeError, ['rules or plans is required']],
   [
     'rule null',
     () => createLimiter({ rules: [null as unknown as RuleOptions] }),
@@ -211,7 +211,7 @@ const CASES: Case[] = [
     'createLimiter typo',
     limiterWith({ prefx: 'x' }),
     TypeError,
-    ["unknown option 'prefx'", 'rules, store, prefix'],
+    ["unknown option 'prefx'", 'rules, plans, defaultPlan, store, prefix'],
   ],
   [
     'rule typo',
@@ -324,9 +324,11 @@ describe('invalid per-request input fails at check, peek and reset', () => {
 
   it('regression: check silently ignored a misspelt cost option and charged 1', async () => {
     await expect(limiter.check('typo', { cots: 5 } as never)).rejects.toThrow(
-      "check options: unknown option 'cots'; the only option is cost",
+      "check options: unknown option 'cots'; the options are cost, plan",
     );
-    await expect(limiter.peek('typo', 5 as never)).rejects.toThrow('check options: expected { cost }, got 5');
+    await expect(limiter.peek('typo', 5 as never)).rejects.toThrow(
+      'check options: expected { cost?, plan? }, got 5',
+    );
     expect((await limiter.peek('typo')).remaining).toBe(9);
   });
 

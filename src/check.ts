@@ -1,0 +1,172 @@
+/**
+ * One check, from key to decision: the plan's rules, or the key's override as this process last
+ * saw it; the local deny cache; one store call that also tells whether the override changed
+ * (then it is taken in and the check is sent again); a block; the decision, and the ticket a
+ * later `settle` needs.
+ */
+import { type Decision, decide, RAW_FIELDS } from './decision.js';
+import { describe } from './duration.js';
+import { keyHead } from './keys.js';
+import type { CheckOptions } from './limiter.js';
+import { type KnownOverride, type OverrideCache, resolveOverride } from './overrides.js';
+import type { Plans } from './plans.js';
+import type { DenyCache } from './resilience/deny-cache.js';
+import type { Degraded, StoreCaller } from './resilience/store-caller.js';
+import { positiveInteger, type ResolvedRule } from './rules.js';
+import type { Tickets } from './settle.js';
+
+export interface CheckContext {
+  readonly prefix: string;
+  readonly plans: Plans;
+  readonly caller: StoreCaller;
+  readonly denyCache: DenyCache | undefined;
+  readonly overrides: OverrideCache;
+  readonly tickets: Tickets;
+  readonly clock: () => number;
+  /** Whether `onStoreError` is a fallback store (then reservations made there can be settled). */
+  readonly fallbackStore: boolean;
+  readonly invalidOverride: (info: { key: string; value: string; cause: unknown }) => void;
+}
+
+export interface Checks {
+  /** The key's head (see keys.ts); throws a TypeError for a key that is not a non-empty string. */
+  head(key: unknown): string;
+  evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision>;
+  /** Drops this process's cached denials of a key, under every plan. */
+  forgetDenials(keyHeadValue: string): void;
+  /** Every stored rule of a key: all plans', and its override's if this process knows one. */
+  storedRules(keyHeadValue: string): readonly ResolvedRule[];
+}
+
+const MAX_COST = Number.MAX_SAFE_INTEGER;
+/** Checks sent with the override this process knows before deciding without comparing it. */
+const OVERRIDE_ATTEMPTS = 2;
+const NO_RULES: readonly ResolvedRule[] = Object.freeze([]);
+
+const CHECK_OPTIONS = new Set(['cost', 'plan']);
+
+/** Validates check options: a misspelt option would otherwise silently charge 1 or pick no plan. */
+function costOf(options: CheckOptions | undefined): number {
+  if (options === undefined) return 1;
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`check options: expected { cost?, plan? }, got ${describe(options)}`);
+  }
+  for (const key in options) {
+    if (!CHECK_OPTIONS.has(key)) {
+      throw new TypeError(`check options: unknown option '${key}'; the options are cost, plan`);
+    }
+  }
+  return options.cost === undefined ? 1 : positiveInteger(options.cost, 'cost', MAX_COST);
+}
+
+export function createChecks(context: CheckContext): Checks {
+  const { prefix, plans, caller, denyCache, overrides, tickets, clock, fallbackStore, invalidOverride } =
+    context;
+
+  function head(key: unknown): string {
+    if (typeof key !== 'string' || key.length === 0) {
+      throw new TypeError(`key: expected a non-empty string, got ${describe(key)}`);
+    }
+    return keyHead(prefix, key);
+  }
+
+  /** Denials are cached per plan: one key may be checked under several. */
+  function denyKey(keyHeadValue: string, plan: string | undefined): string {
+    return plan === undefined ? keyHeadValue : `${keyHeadValue}|${plan}`;
+  }
+
+  function forgetDenials(keyHeadValue: string): void {
+    denyCache?.forget(keyHeadValue);
+    for (const plan of plans.names) denyCache?.forget(denyKey(keyHeadValue, plan));
+  }
+
+  /** Takes in an override the store says `key` now has (undefined: none). */
+  function learn(key: string, keyHeadValue: string, value: string | undefined): KnownOverride | undefined {
+    if (value === undefined) {
+      overrides.delete(keyHeadValue);
+      return undefined;
+    }
+    let known: KnownOverride;
+    try {
+      known = resolveOverride(value, plans);
+    } catch (cause) {
+      invalidOverride({ key, value, cause });
+      known = { value, block: false, set: undefined, expiresAt: undefined };
+    }
+    overrides.set(keyHeadValue, known);
+    return known;
+  }
+
+  async function evaluate(
+    key: string,
+    options: CheckOptions | undefined,
+    consume: boolean,
+  ): Promise<Decision> {
+    const cost = costOf(options);
+    const keyHeadValue = head(key);
+    const planned = plans.select(options?.plan);
+    let known = overrides.get(keyHeadValue);
+    // Past its expiry as last reported: ask the store afresh (it answers "changed" if it still has one).
+    if (known?.expiresAt !== undefined && known.expiresAt <= clock()) {
+      overrides.delete(keyHeadValue);
+      known = undefined;
+    }
+    for (let attempt = 1; ; attempt++) {
+      // Past the attempts (the override changed again meanwhile), decide with the latest one seen.
+      const seen = attempt <= OVERRIDE_ATTEMPTS ? (known?.value ?? '') : undefined;
+      const set = known?.set ?? planned;
+      const rules = known?.block === true ? NO_RULES : set.rules;
+      // Keys with an override skip the deny cache, so clearing a block is seen at once.
+      const cacheKey = known === undefined ? denyKey(keyHeadValue, set.plan) : undefined;
+      // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
+      if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
+        const cached = denyCache.get(cacheKey, cost, clock());
+        if (cached !== undefined) return cached;
+      }
+      const { raw, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
+      if ('overrideChanged' in raw) {
+        known = learn(key, keyHeadValue, raw.value);
+        continue;
+      }
+      if (known !== undefined && seen !== undefined && degraded === false) {
+        const remaining = raw[rules.length * RAW_FIELDS] as number;
+        known.expiresAt = remaining < 0 ? undefined : clock() + remaining;
+      }
+      if (known?.block === true) return blocked(known, degraded);
+      const decision = decide(rules, raw, cost, degraded, set.plan);
+      if (consume && decision.allowed) {
+        const tokens = rules.map((_, i) => raw[i * RAW_FIELDS + 5] as number);
+        const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
+        tickets.issue(decision, { head: keyHeadValue, rules, reserved: cost, tokens, where, settled: false });
+      }
+      if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
+        denyCache.remember(cacheKey, cost, decision, clock());
+      }
+      return decision;
+    }
+  }
+
+  /** A blocked key's decision: denied until the block expires (Infinity: until cleared). */
+  function blocked(known: KnownOverride, degraded: Degraded): Decision {
+    const left = known.expiresAt === undefined ? undefined : Math.max(1, known.expiresAt - clock());
+    const view = {
+      rule: 'override.block',
+      allowed: false,
+      limit: 0,
+      windowMs: left ?? 0,
+      remaining: 0,
+      resetMs: left ?? 0,
+      retryAfterMs: left ?? Number.POSITIVE_INFINITY,
+    };
+    return { ...view, rules: [view], degraded };
+  }
+
+  /** Every stored rule of `key`: all plans', and its override's if this process knows one. */
+  function storedRules(keyHeadValue: string): readonly ResolvedRule[] {
+    const extra = overrides.get(keyHeadValue)?.set?.rules ?? [];
+    const missing = extra.filter((rule) => !plans.stored.some((other) => other.keyTail === rule.keyTail));
+    return missing.length === 0 ? plans.stored : [...plans.stored, ...missing];
+  }
+
+  return { head, evaluate, forgetDenials, storedRules };
+}
