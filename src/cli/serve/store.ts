@@ -70,31 +70,37 @@ export function sameTarget(a: RedisTarget | undefined, b: RedisTarget | undefine
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** The same store, with each call's duration recorded. */
+/** The same store, with the duration of each check and reset recorded; everything else passed through. */
 function timed(store: Store, metrics: GatewayMetrics): Store {
-  const labels = (operation: string) => ({ store: store.kind, operation });
+  const observe = (operation: string, started: number) =>
+    metrics.storeLatency.observe((performance.now() - started) / 1000, { store: store.kind, operation });
   return {
     kind: store.kind,
     ...(store.local !== undefined ? { local: store.local } : {}),
     ...(store.clock !== undefined ? { clock: store.clock } : {}),
-    async evaluate(head, rules, cost, consume) {
+    ...(store.shardOf !== undefined ? { shardOf: store.shardOf.bind(store) } : {}),
+    evaluate(head, rules, cost, consume, overrideSeen) {
       const started = performance.now();
-      try {
-        return await store.evaluate(head, rules, cost, consume);
-      } finally {
-        metrics.storeLatency.observe(
-          (performance.now() - started) / 1000,
-          labels(consume ? 'check' : 'peek'),
-        );
+      const operation = consume ? 'check' : 'peek';
+      const reply = store.evaluate(head, rules, cost, consume, overrideSeen);
+      // The memory store answers synchronously: keep it so (no promise where there was none).
+      if (!(reply instanceof Promise)) {
+        observe(operation, started);
+        return reply;
       }
+      return reply.finally(() => observe(operation, started));
     },
     async reset(head, rules) {
       const started = performance.now();
       try {
         await store.reset(head, rules);
       } finally {
-        metrics.storeLatency.observe((performance.now() - started) / 1000, labels('reset'));
+        observe('reset', started);
       }
     },
+    settle: (...args) => store.settle(...args),
+    setOverride: (...args) => store.setOverride(...args),
+    clearOverride: (...args) => store.clearOverride(...args),
+    listOverrides: (...args) => store.listOverrides(...args),
   };
 }
