@@ -15,6 +15,7 @@ Commands:
   compare          run every algorithm on the same simulated traffic and print the comparison table
   inspect KEY      show a key's state under each rule (remaining, reset, retry) and its Redis keys
   reset KEY        forget a key's state under every rule
+  override ...     set, clear or list a key's override (other rules, or a block) in the shared store
 
 Run 'floodgate <command> --help' for a command's options.
 Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
@@ -26,6 +27,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   compare: async () => (await import('./compare/command.js')).compareCommand,
   inspect: async () => (await import('./inspect.js')).inspectCommand,
   reset: async () => (await import('./reset.js')).resetCommand,
+  override: async () => (await import('./override.js')).overrideCommand,
   serve: async () => (await import('./serve/command.js')).serveCommand,
 };
 

@@ -87,7 +87,7 @@ export async function prepare(command: 'inspect' | 'reset', argv: readonly strin
 }
 
 /** The key the HTTP adapters give a client address or an API key (see src/http/keys.ts). */
-function adapterKey(ip: string | undefined, apiKey: string | undefined): string {
+export function adapterKey(ip: string | undefined, apiKey: string | undefined): string {
   if (ip !== undefined) {
     const key = addressKey(ip, DEFAULT_IPV6_SUBNET);
     if (key === UNKNOWN_CLIENT) throw new UsageError(`--ip: '${ip}' is not an IP address`);
