@@ -2,11 +2,15 @@
  * `floodgate inspect KEY`: a key's state under every rule of the gateway's configuration,
  * without consuming anything, and its Redis keys with their TTLs.
  */
+import { keyHead, overrideKey } from '../keys.js';
+import { decodeOverride, type OverrideSpec } from '../overrides.js';
 import { formatDuration } from '../rules.js';
 import { EXIT_OK, RuntimeFailure } from './args.js';
 import { STORE_FLAGS_HELP } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';
 import { knownRules, limiterFor, prepare, redisKeys } from './operate.js';
+import { describeOverride } from './override.js';
+import type { RedisConnection } from './redis.js';
 import { renderTable } from './table.js';
 
 export const INSPECT_HELP = `Usage: floodgate inspect KEY [options]
@@ -63,10 +67,10 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
         redisKeys: keys,
       });
     }
+    const override = await readOverride(connection, config, key);
     if (json) {
-      process.stdout.write(
-        `${JSON.stringify({ key, prefix: config.prefix, store: connection.label, cost, rules: rows }, null, 2)}\n`,
-      );
+      const report = { key, prefix: config.prefix, store: connection.label, cost, override, rules: rows };
+      process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       return EXIT_OK;
     }
     const lines = [
@@ -102,6 +106,12 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
         ['left', 'left', 'left', 'left', 'left', 'right', 'right', 'right'],
       ),
       '',
+      `Override: ${
+        override === null
+          ? 'none'
+          : `${override.override === undefined ? `unreadable (${override.value})` : describeOverride(override.override)}${override.expiresInMs === null ? '' : `, expires in ${seconds(override.expiresInMs)}`} (the rules above already apply it)`
+      }`,
+      '',
       'Redis keys:',
     );
     for (const row of rows) {
@@ -116,6 +126,21 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
   } finally {
     await connection.close();
   }
+}
+
+/** The key's runtime override, as stored beside its rule state ("expiresAt:value"), or null. */
+async function readOverride(connection: RedisConnection, config: GatewayConfig, key: string) {
+  const name = overrideKey(keyHead(config.prefix, key));
+  const [stored, ttl] = await Promise.all([connection.client.get(name), connection.client.pttl(name)]);
+  const match = stored === null ? null : /^(\d+):(.*)$/s.exec(stored);
+  if (match === null) return null;
+  let override: OverrideSpec | undefined;
+  try {
+    override = decodeOverride(match[2] as string);
+  } catch {
+    override = undefined;
+  }
+  return { override, value: match[2] as string, expiresInMs: match[1] === '0' || ttl < 0 ? null : ttl };
 }
 
 function describeScope(plans: string[], routes: string[], config: GatewayConfig): string {

@@ -170,7 +170,8 @@ function overrideFrom(parsed: Parsed): Override {
   );
 }
 
-function describeOverride(override: Override | { rules: RuleOptions[] } | { plan: string }): string {
+/** An override in a few words: `blocked`, `plan pro`, `sliding-window 10/1m + gcra 5/1s burst 10`. */
+export function describeOverride(override: Override | { rules: RuleOptions[] } | { plan: string }): string {
   if (typeof override === 'string') return `plan ${override}`;
   if ('block' in override) return 'blocked';
   if ('plan' in override && typeof override.plan === 'string') return `plan ${override.plan}`;

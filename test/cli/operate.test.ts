@@ -71,6 +71,7 @@ describe('floodgate inspect and reset', () => {
     expect(result.code).toBe(0);
     const inspected = JSON.parse(result.stdout) as Inspected;
     expect(inspected.key).toBe('client-1');
+    expect((inspected as unknown as { override: unknown }).override).toBeNull();
     expect(inspected.rules.map((rule) => rule.rule)).toEqual([
       'free-minute',
       'pro-minute',
@@ -107,6 +108,7 @@ describe('floodgate inspect and reset', () => {
       /free-minute\s+sliding-log\s+3\/1m\s+plan free; all routes\s+denied\s+0\s+\d+s\s+\d+s/,
     );
     expect(full.stdout).not.toContain('pro-minute');
+    expect(full.stdout).toContain('Override: none');
     expect(full.stdout).toMatch(/floodgate:\{client-1\}:free-minute:sl {2}TTL \d+s/);
   });
 

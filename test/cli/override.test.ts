@@ -61,6 +61,22 @@ describe('floodgate override', () => {
     expect(await statuses('tenant-b', 1)).toEqual([429]);
     expect(await statuses('tenant-c', 5)).toEqual([200, 200, 200, 200, 429]);
 
+    // inspect shows the override, and its peek already applies it.
+    const inspected = await runCli([
+      'inspect',
+      '--api-key',
+      'tenant-b',
+      '--config',
+      config,
+      '--plan',
+      'free',
+      '--json',
+    ]);
+    const report = JSON.parse(inspected.stdout);
+    expect(report.override.override).toEqual({ block: true });
+    expect(report.override.expiresInMs).toBeLessThanOrEqual(600_000);
+    expect(report.rules[0]).toMatchObject({ allowed: false, remaining: 0 });
+
     const listed = await runCli(['override', 'list', '--json', '--config', config]);
     expect(listed.code).toBe(0);
     const entries = JSON.parse(listed.stdout) as OverrideEntry[];
