@@ -92,11 +92,10 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE') process.exit(0);
 });
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.exitCode = report(error, 'floodgate');
-  },
-);
+/** Exits with `code` once the event loop is empty, or after a grace period if a handle lingers. */
+function finish(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), 2000).unref();
+}
+
+main(process.argv.slice(2)).then(finish, (error: unknown) => finish(report(error, 'main')));
