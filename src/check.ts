@@ -14,11 +14,18 @@ import type { DenyCache } from './resilience/deny-cache.js';
 import type { Degraded, StoreCaller } from './resilience/store-caller.js';
 import { positiveInteger, type ResolvedRule } from './rules.js';
 import type { Tickets } from './settle.js';
+import type { EvaluateReply, Store } from './stores/types.js';
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T>)?.then === 'function';
+}
 
 export interface CheckContext {
   readonly prefix: string;
   readonly plans: Plans;
   readonly caller: StoreCaller;
+  /** The limiter's store: in-process stores are called directly when no override is known. */
+  readonly store: Store;
   readonly denyCache: DenyCache | undefined;
   readonly overrides: OverrideCache;
   readonly tickets: Tickets;
@@ -60,8 +67,18 @@ function costOf(options: CheckOptions | undefined): number {
 }
 
 export function createChecks(context: CheckContext): Checks {
-  const { prefix, plans, caller, denyCache, overrides, tickets, clock, fallbackStore, invalidOverride } =
-    context;
+  const {
+    prefix,
+    plans,
+    caller,
+    store,
+    denyCache,
+    overrides,
+    tickets,
+    clock,
+    fallbackStore,
+    invalidOverride,
+  } = context;
 
   function head(key: unknown): string {
     if (typeof key !== 'string' || key.length === 0) {
@@ -97,7 +114,63 @@ export function createChecks(context: CheckContext): Checks {
     return known;
   }
 
-  async function evaluate(
+  /** The decision for a store's numbers, with the ticket a later settle needs. */
+  function conclude(
+    keyHeadValue: string,
+    rules: readonly ResolvedRule[],
+    raw: ArrayLike<number>,
+    cost: number,
+    degraded: Degraded,
+    plan: string | undefined,
+    consume: boolean,
+  ): Decision {
+    const decision = decide(rules, raw, cost, degraded, plan);
+    if (consume && decision.allowed) {
+      const tokens = rules.map((_, i) => raw[i * RAW_FIELDS + 5] as number);
+      const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
+      tickets.issue(decision, { head: keyHeadValue, rules, reserved: cost, tokens, where, settled: false });
+    }
+    return decision;
+  }
+
+  /**
+   * An in-process store and no override known here: decided synchronously, without a promise
+   * of our own. Undefined when the store says the key has an override (nothing was evaluated).
+   */
+  function evaluateLocally(
+    keyHeadValue: string,
+    options: CheckOptions | undefined,
+    cost: number,
+    consume: boolean,
+  ): Decision | Promise<Decision | undefined> | undefined {
+    const planned = plans.select(options?.plan);
+    const raw = store.evaluate(keyHeadValue, planned.rules, cost, consume, '');
+    const finish = (values: EvaluateReply) =>
+      'overrideChanged' in values
+        ? undefined
+        : conclude(keyHeadValue, planned.rules, values, cost, false, planned.plan, consume);
+    return isPromise(raw) ? raw.then(finish) : finish(raw);
+  }
+
+  function evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision> {
+    if (store.local !== true) return evaluateThroughCaller(key, options, consume);
+    try {
+      const cost = costOf(options);
+      const keyHeadValue = head(key);
+      if (overrides.size > 0 && overrides.get(keyHeadValue) !== undefined) {
+        return evaluateThroughCaller(key, options, consume);
+      }
+      const local = evaluateLocally(keyHeadValue, options, cost, consume);
+      if (local === undefined) return evaluateThroughCaller(key, options, consume);
+      if (!isPromise(local)) return Promise.resolve(local);
+      return local.then((decision) => decision ?? evaluateThroughCaller(key, options, consume));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** The general path: overrides, the deny cache, and the store within its deadline and breaker. */
+  async function evaluateThroughCaller(
     key: string,
     options: CheckOptions | undefined,
     consume: boolean,
@@ -133,12 +206,7 @@ export function createChecks(context: CheckContext): Checks {
         known.expiresAt = remaining < 0 ? undefined : clock() + remaining;
       }
       if (known?.block === true) return blocked(known, degraded);
-      const decision = decide(rules, raw, cost, degraded, set.plan);
-      if (consume && decision.allowed) {
-        const tokens = rules.map((_, i) => raw[i * RAW_FIELDS + 5] as number);
-        const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
-        tickets.issue(decision, { head: keyHeadValue, rules, reserved: cost, tokens, where, settled: false });
-      }
+      const decision = conclude(keyHeadValue, rules, raw, cost, degraded, set.plan, consume);
       if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
         denyCache.remember(cacheKey, cost, decision, clock());
       }

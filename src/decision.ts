@@ -93,6 +93,45 @@ export function decide(
 }
 
 /**
+ * Decisions are instances of this class only so that a check can leave its settle ticket in a
+ * private field: invisible to JSON, spreads, equality checks and users, and far cheaper than a
+ * WeakMap entry per admitted request. Every visible field is plain data.
+ */
+class CheckedDecision implements Decision {
+  rule: string;
+  allowed: boolean;
+  limit: number;
+  windowMs: number;
+  remaining: number;
+  resetMs: number;
+  retryAfterMs: number;
+  rules: RuleDecision[];
+  degraded: Degraded;
+  declare plan?: string;
+  #ticket: unknown;
+
+  constructor(binding: RuleDecision, allowed: boolean, rules: RuleDecision[], degraded: Degraded) {
+    this.rule = binding.rule;
+    this.allowed = allowed;
+    this.limit = binding.limit;
+    this.windowMs = binding.windowMs;
+    this.remaining = binding.remaining;
+    this.resetMs = binding.resetMs;
+    this.retryAfterMs = binding.retryAfterMs;
+    this.rules = rules;
+    this.degraded = degraded;
+  }
+
+  static attach(decision: Decision, ticket: unknown): void {
+    if (decision instanceof CheckedDecision) decision.#ticket = ticket;
+  }
+
+  static ticketOf(decision: unknown): unknown {
+    return decision instanceof CheckedDecision ? decision.#ticket : undefined;
+  }
+}
+
+/**
  * The decision for a binding rule's view. Written out field by field: an object spread that
  * then redefines one of the spread fields takes V8's slow path (~100× slower on the hot path).
  */
@@ -102,15 +141,10 @@ export function withRules(
   rules: RuleDecision[],
   degraded: Degraded,
 ): Decision {
-  return {
-    rule: binding.rule,
-    allowed,
-    limit: binding.limit,
-    windowMs: binding.windowMs,
-    remaining: binding.remaining,
-    resetMs: binding.resetMs,
-    retryAfterMs: binding.retryAfterMs,
-    rules,
-    degraded,
-  };
+  return new CheckedDecision(binding, allowed, rules, degraded);
 }
+
+/** Leaves a value with a decision made by `decide`/`withRules`, for `ticketOf` to return later. */
+export const attachTicket: (decision: Decision, ticket: unknown) => void = CheckedDecision.attach;
+/** What `attachTicket` left with a decision; undefined for any other object (a copy, say). */
+export const ticketOf: (decision: unknown) => unknown = CheckedDecision.ticketOf;

@@ -207,6 +207,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     prefix,
     plans,
     caller,
+    store,
     denyCache,
     overrides,
     tickets,

@@ -1,10 +1,10 @@
 /**
  * Reserve, then settle: a check reserves its cost (an estimate, e.g. LLM tokens before the
  * response), and `settle(decision, actual)` later gives back or charges the difference. The
- * limiter remembers what settling needs per decision here, outside the decision itself, so a
- * decision stays plain data; a decision can be settled once.
+ * limiter remembers what settling needs per decision here, in a private field of the decision
+ * object, so a decision stays plain data; a decision can be settled once.
  */
-import type { Decision } from './decision.js';
+import { attachTicket, type Decision, ticketOf } from './decision.js';
 import { describe } from './duration.js';
 import type { ResolvedRule } from './rules.js';
 
@@ -26,15 +26,21 @@ export interface Tickets {
   take(decision: unknown): Ticket;
 }
 
+interface Stub {
+  readonly owner: Tickets;
+  readonly ticket: Ticket;
+}
+
 export function createTickets(): Tickets {
-  // Weak: a decision nobody settles is forgotten with it.
-  const tickets = new WeakMap<object, Ticket>();
-  return {
+  // The ticket travels with the decision object itself (see attachTicket), marked with its
+  // owner so that another limiter's decision is refused; it is forgotten with the decision.
+  const tickets: Tickets = {
     issue(decision, ticket) {
-      tickets.set(decision, ticket);
+      attachTicket(decision, { owner: tickets, ticket } satisfies Stub);
     },
     take(decision) {
-      const ticket = typeof decision === 'object' && decision !== null ? tickets.get(decision) : undefined;
+      const stub = ticketOf(decision) as Stub | undefined;
+      const ticket = stub?.owner === tickets ? stub.ticket : undefined;
       if (ticket === undefined) {
         throw new TypeError(
           'settle: this decision was not returned by check() of this limiter (pass the decision object itself, not a copy; peek() reserves nothing)',
@@ -45,6 +51,7 @@ export function createTickets(): Tickets {
       return ticket;
     },
   };
+  return tickets;
 }
 
 /** Validates a settle's actual cost: an integer from 0 to 2^53 − 1. */

@@ -1,5 +1,5 @@
 /**
- * The framework-neutral request path: request → (skip, key, cost) → limiter → decision, and
+ * The framework-neutral request path: request → (skip, key, cost, plan) → limiter → decision, and
  * decision → headers (+ the 429 body). Adapters supply how to read a header and the client
  * address from their request type, and how to set a header on their response type.
  */
@@ -31,7 +31,7 @@ export interface Guard<Req> {
 
 /** Builds the neutral guard of one adapter instance from its resolved options. */
 export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: RequestAccess<Req>): Guard<Req> {
-  const { limiter, key, cost, skip, onDecision, headers, keyPolicy } = options;
+  const { limiter, key, cost, plan, skip, onDecision, headers, keyPolicy } = options;
 
   function keyOf(req: Req): string | Promise<string> {
     if (key !== undefined) return key(req);
@@ -46,7 +46,11 @@ export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: Requ
       if (skip !== undefined && (await skip(req))) return undefined;
       const requestKey = await keyOf(req);
       const units = typeof cost === 'number' ? cost : await cost(req);
-      const decision = await limiter.check(requestKey, { cost: units });
+      const planName = plan === undefined ? undefined : await plan(req);
+      const decision = await limiter.check(
+        requestKey,
+        planName === undefined ? { cost: units } : { cost: units, plan: planName },
+      );
       if (onDecision !== undefined) await onDecision(req, decision);
       return decision;
     },

@@ -31,6 +31,11 @@ export interface HttpOptions<Req> {
   key?: (req: Req) => MaybePromise<string>;
   /** Units a request takes: a positive integer or a function returning one. Default 1. */
   cost?: number | ((req: Req) => MaybePromise<number>);
+  /**
+   * The plan whose rules apply to a request (a limiter made with `plans`), e.g. a lookup by API
+   * key; may be async. Undefined: the limiter's `defaultPlan`. An unknown plan is an error.
+   */
+  plan?: (req: Req) => MaybePromise<string | undefined>;
   /** Requests for which this returns true bypass the limiter (no count, no headers). */
   skip?: (req: Req) => MaybePromise<boolean>;
   /** Rate-limit headers to send: `'draft-6'` (default), `'draft-10'`, `'legacy'`, several of them, or `false`. */
@@ -50,6 +55,7 @@ export interface ResolvedHttpOptions<Req> {
   readonly limiter: Limiter;
   readonly key: ((req: Req) => MaybePromise<string>) | undefined;
   readonly cost: number | ((req: Req) => MaybePromise<number>);
+  readonly plan: ((req: Req) => MaybePromise<string | undefined>) | undefined;
   readonly skip: ((req: Req) => MaybePromise<boolean>) | undefined;
   readonly headers: readonly HeaderStyle[];
   readonly onDecision: ((req: Req, decision: Decision) => MaybePromise<void>) | undefined;
@@ -63,6 +69,7 @@ export const HTTP_OPTIONS = [
   'prefix',
   'key',
   'cost',
+  'plan',
   'skip',
   'headers',
   'onDecision',
@@ -115,6 +122,7 @@ export function parseRequestOptions<Req>(
   return {
     key: optionalFunction(options.key, 'key'),
     cost,
+    plan: optionalFunction(options.plan, 'plan'),
     skip: optionalFunction(options.skip, 'skip'),
     headers: parseHeaderStyles(options.headers),
     onDecision: optionalFunction(options.onDecision, 'onDecision'),

@@ -87,6 +87,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   }
 
   function liveOverride(head: string, now: number): OverrideEntry | undefined {
+    // Most stores hold no override at all: spare the hot path a lookup (and a string hash).
+    if (overrides.size === 0) return undefined;
     const entry = overrides.get(head);
     if (entry?.expiresAt !== undefined && entry.expiresAt <= now) {
       overrides.delete(head);

@@ -230,7 +230,7 @@ describe('two limiters on one response', () => {
       expect(target.get('RateLimit-Policy')).toBe(first === strict ? '3;w=60, 50;w=60' : '50;w=60, 3;w=60');
     }
     const tieA = await limiterOf('a', 3).check('k');
-    const tieB = createLimiter({ rules: { name: 'b', algorithm: 'fixed-window', limit: 3, window: '1h' } });
+    const tieB = createLimiter({ rules: { name: 'b', algorithm: 'sliding-log', limit: 3, window: '1h' } });
     const target = mapTarget();
     writeRateLimitHeaders(target, tieA, ['draft-6']);
     writeRateLimitHeaders(target, await tieB.check('k'), ['draft-6']);
