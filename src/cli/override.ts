@@ -38,8 +38,7 @@ ${STORE_FLAGS_HELP.split('\n')
   --algorithm NAME          set: algorithm of those rules (default sliding-window)
   --burst N                 set: capacity of token-bucket and gcra rules
   --block                   set: deny every request of the key
-  --plan NAME               set: put the key on another plan (applied by limiters built with plans;
-                            serve applies rule overrides and blocks)
+  --plan NAME               set: put the key on another plan, whatever its tier header says
   --ttl DURATION            set: remove the override after this long (default: until cleared)
   --ip ADDRESS              instead of KEY: the key the HTTP adapters give this client address
   --api-key KEY             instead of KEY: the key they give this API key (never printed)

@@ -61,6 +61,20 @@ describe('floodgate override', () => {
     expect(await statuses('tenant-b', 1)).toEqual([429]);
     expect(await statuses('tenant-c', 5)).toEqual([200, 200, 200, 200, 429]);
 
+    // A plan override moves one key to another plan: tenant-d sends no x-plan header (free, 4/min).
+    const moved = await runCli([
+      'override',
+      'set',
+      '--api-key',
+      'tenant-d',
+      '--plan',
+      'pro',
+      '--config',
+      config,
+    ]);
+    expect(moved.stdout).toMatch(/set: plan pro, until cleared\n$/);
+    expect(await statuses('tenant-d', 5)).toEqual([200, 200, 200, 200, 200]);
+
     // inspect shows the override, and its peek already applies it.
     const inspected = await runCli([
       'inspect',
@@ -80,7 +94,7 @@ describe('floodgate override', () => {
     const listed = await runCli(['override', 'list', '--json', '--config', config]);
     expect(listed.code).toBe(0);
     const entries = JSON.parse(listed.stdout) as OverrideEntry[];
-    expect(entries).toHaveLength(2);
+    expect(entries).toHaveLength(3);
     const blocked = entries.find((entry) => entry.override !== undefined && 'block' in entry.override);
     expect(blocked?.expiresInMs).toBeGreaterThan(0);
     expect(blocked?.expiresInMs).toBeLessThanOrEqual(600_000);
@@ -94,7 +108,7 @@ describe('floodgate override', () => {
     expect(cleared.code).toBe(0);
     const after = await runCli(['override', 'list', '--config', config]);
     expect(after.stdout).toMatch(/^key\s+override\s+expires in\n/);
-    expect(after.stdout.trim().split('\n')).toHaveLength(3);
+    expect(after.stdout.trim().split('\n')).toHaveLength(4);
     expect(after.stdout).toContain('blocked');
   });
 

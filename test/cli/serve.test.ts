@@ -291,7 +291,11 @@ describe('floodgate serve: tiers, routes, costs and skip list from a YAML config
       metric(metrics, 'floodgate_decisions_total', { route: 'search', plan: 'free', outcome: 'denied' }),
     ).toBe(1);
     expect(
-      metric(metrics, 'floodgate_decisions_total', { plan: 'pro', rule: 'pro-minute', outcome: 'allowed' }),
+      metric(metrics, 'floodgate_decisions_total', {
+        plan: 'pro',
+        rule: 'pro.pro-minute',
+        outcome: 'allowed',
+      }),
     ).toBe(5);
   });
 

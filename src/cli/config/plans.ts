@@ -5,7 +5,10 @@
 import { createHash } from 'node:crypto';
 import type { RuleOptions } from '../../rules.js';
 import { type Fields, fail, HEADER_NAME, join, type Labels, objectAt, oneOf, stringAt } from './check.js';
-import { NAME, NAME_HINT, parseRuleList } from './rules.js';
+import { parseRuleList } from './rules.js';
+
+/** The core's rule for plan names (src/plans.ts): no dots, since rules are shown as `<plan>.<rule>`. */
+const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 /** The plan of a config without tiers. */
 export const DEFAULT_PLAN = 'default';
@@ -27,7 +30,12 @@ export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions
     const fields = objectAt(raw.plans, 'plans', Object.keys(raw.plans ?? {}));
     for (const [name, rules] of Object.entries(fields)) {
       const path = join('plans', name);
-      if (!NAME.test(name)) fail(path, `plan name ${NAME_HINT}`);
+      if (!PLAN_NAME.test(name) || name === 'override') {
+        fail(
+          path,
+          "plan name must be 1-64 letters, digits, _ or - (starting with a letter or digit), not 'override'",
+        );
+      }
       plans.set(name, parseRuleList(rules, path));
     }
     if (plans.size === 0) fail('plans', 'define at least one plan, e.g. free: [60/1m]');

@@ -2,9 +2,9 @@
  * One generation of the gateway: a Fastify app built from one configuration. Rate limiting is
  * the Fastify adapter's (`floodgate/fastify`), registered with `global: false` so that each
  * route is checked by exactly one limiter holding all of its rules (the plan's and the route's
- * own: one atomic store call). Tiers become a Fastify route constraint, so the plan picks the route. The app
- * never listens: the server in command.ts hands it requests, which lets a reload swap apps
- * without closing a single connection.
+ * own: one atomic store call). With tiers, each limiter holds every plan's rules and the adapter
+ * names the request's plan on each check. The app never listens: the server in command.ts hands
+ * it requests, which lets a reload swap apps without closing a single connection.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
@@ -19,7 +19,7 @@ import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
 import { createProxy } from './proxy.js';
 import type { StoreHandle } from './store.js';
-import { createPlanOf, planConstraint } from './tiers.js';
+import { createPlanOf } from './tiers.js';
 
 export interface GatewayParts {
   config: GatewayConfig;
@@ -40,7 +40,6 @@ export interface Gateway {
 /** What the gateway attaches to each route's config, for logs and metrics. */
 interface RouteTag {
   route: string;
-  plan: string;
 }
 
 const CATCH_ALL = '/*';
@@ -54,7 +53,6 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     trustProxy: config.trustProxy,
     exposeHeadRoutes: false,
     return503OnClosing: false,
-    ...(planOf === undefined ? {} : { routerOptions: { constraints: { plan: planConstraint(planOf) } } }),
   });
 
   // Bodies are streamed, never parsed: the upstream (or the demo's echo) reads them.
@@ -87,7 +85,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
       method: request.method,
       path: (request.raw.url ?? '/').split('?')[0],
       route,
-      ...(tag !== undefined && config.tiers !== undefined ? { plan: tag.plan } : {}),
+      ...(decision?.plan !== undefined ? { plan: decision.plan } : {}),
       status: reply.statusCode,
       ms: Math.round((performance.now() - started) * 100) / 100,
       ip: request.ip,
@@ -129,11 +127,12 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     headers: config.headers,
     apiKeyHeader: config.apiKeyHeader,
     ...(parts.apiKeySecret !== undefined ? { apiKeySecret: parts.apiKeySecret } : {}),
+    ...(planOf !== undefined ? { plan: (request: FastifyRequest) => planOf(request.raw) } : {}),
     onDecision: function countDecision(request: FastifyRequest, decision: Decision) {
       const tag = tagOf(request);
       metrics.decisions.inc({
         route: tag?.route ?? 'unknown',
-        plan: tag?.plan ?? DEFAULT_PLAN,
+        plan: decision.plan ?? DEFAULT_PLAN,
         rule: decision.rule,
         outcome: decision.allowed ? 'allowed' : 'denied',
       });
@@ -144,28 +143,20 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   await app.register(async function limitedRoutes(scope) {
     await scope.register(floodgate, adapterOptions);
     for (const route of withCatchAll(config)) {
-      const plans = route.skip || planOf === undefined ? [undefined] : [...config.plans.keys()];
-      for (const plan of plans) {
-        const rules = route.rules.get(plan ?? DEFAULT_PLAN) ?? [];
-        const rateLimit: FloodgateRouteOptions | false = route.skip
-          ? false
-          : { limiter: limiters.get(rules), ...(route.cost !== 1 ? { cost: route.cost } : {}) };
-        const options: RouteOptions = {
-          method: [...route.methods],
-          url: route.path,
-          ...(plan !== undefined ? { constraints: { plan } } : {}),
-          config: {
-            rateLimit,
-            gateway: { route: route.name, plan: plan ?? DEFAULT_PLAN } satisfies RouteTag,
-          },
-          handler: handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
-        } as RouteOptions;
-        try {
-          scope.route(options);
-        } catch (error) {
-          // Fastify's router refuses some patterns (or two that are the same route to it).
-          throw new ConfigError(`${route.where}.path: ${(error as Error).message.replace(/\s+/g, ' ')}`);
-        }
+      const rateLimit: FloodgateRouteOptions | false = route.skip
+        ? false
+        : { limiter: limiters.get(route.rules), ...(route.cost !== 1 ? { cost: route.cost } : {}) };
+      const options = {
+        method: [...route.methods],
+        url: route.path,
+        config: { rateLimit, gateway: { route: route.name } satisfies RouteTag },
+        handler: handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+      } as RouteOptions;
+      try {
+        scope.route(options);
+      } catch (error) {
+        // Fastify's router refuses some patterns (or two that are the same route to it).
+        throw new ConfigError(`${route.where}.path: ${(error as Error).message.replace(/\s+/g, ' ')}`);
       }
     }
   });

@@ -1,10 +1,12 @@
 /**
- * The gateway's limiters: one per distinct rule list (routes that only inherit their plan share
- * its limiter, and its deny cache), all on the one store, with their events turned into logs and
- * metrics.
+ * The gateway's limiters: one per distinct set of rules (routes that only inherit their plans
+ * share a limiter, and its deny cache), all on the one store, with their events turned into logs
+ * and metrics. With tiers a limiter holds every plan's rules (`plans`) and each check names one;
+ * otherwise it holds the one rule list.
  */
 import { createLimiter, type Limiter } from '../../limiter.js';
 import type { RuleOptions } from '../../rules.js';
+import { DEFAULT_PLAN } from '../config/schema.js';
 import type { GatewayParts } from './gateway.js';
 
 export function createLimiterCache(parts: GatewayParts) {
@@ -12,12 +14,16 @@ export function createLimiterCache(parts: GatewayParts) {
   const cache = new Map<string, Limiter>();
   let lastDegradedLog = 0;
   return {
-    get(rules: readonly RuleOptions[]): Limiter {
-      const signature = JSON.stringify(rules);
+    /** The limiter of a route's rules per plan (see RouteSpec.rules). */
+    get(rulesByPlan: ReadonlyMap<string, readonly RuleOptions[]>): Limiter {
+      const signature = JSON.stringify([...rulesByPlan]);
       let limiter = cache.get(signature);
       if (limiter === undefined) {
+        const tiers = config.tiers;
         limiter = createLimiter({
-          rules,
+          ...(tiers === undefined
+            ? { rules: rulesByPlan.get(DEFAULT_PLAN) ?? [] }
+            : { plans: Object.fromEntries(rulesByPlan), defaultPlan: tiers.default }),
           store: parts.store.store,
           prefix: config.prefix,
           timeout: config.storeTimeoutMs,
