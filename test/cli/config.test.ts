@@ -179,6 +179,11 @@ describe('gateway config', () => {
         ],
       }),
     ).toBe('rules: duplicate rule name "a"; give each rule a distinct name');
+    expect(
+      error({ tiers: { header: 'x-plan', default: 'free' }, plans: { free: ['1/1m'], 'pro.v2': ['9/1m'] } }),
+    ).toBe(
+      `plans["pro.v2"]: plan name must be 1-64 letters, digits, _ or - (starting with a letter or digit), not 'override'`,
+    );
   });
 
   it('never echoes an API key from tiers.keys in an error', () => {
