@@ -1,0 +1,190 @@
+/** `floodgate compare`: parse the options, run the comparison, print the table, JSON or a chart. */
+import { writeFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/index.js';
+import { SLIDING_LOG_MAX_LIMIT } from '../../algorithms/sliding-log.js';
+import { MAX_UNITS_TIMES_WINDOW } from '../../rules.js';
+import {
+  durationOption,
+  integerOption,
+  parseCommandArgs,
+  parseRate,
+  RuntimeFailure,
+  stringOption,
+  UsageError,
+} from '../args.js';
+import { createProgress } from '../progress.js';
+import { connectRedis, redisTargetFrom } from '../redis.js';
+import { renderHtml, renderSvg } from './chart.js';
+import { buildReport, reportJson, reportText } from './report.js';
+import { type CompareSettings, runComparison } from './run.js';
+import { SCENARIO_NAMES, type ScenarioName } from './scenarios.js';
+
+export const COMPARE_HELP = `Usage: floodgate compare [options]
+
+Runs every algorithm on the same simulated traffic (steady, bursty, boundary, flood, many) and
+prints the comparison table with measured values: the most requests admitted in any window
+against the limit, false allows and false denies against the exact sliding log on the same
+traffic, the most admitted in any tenth of a window, and (with --redis) Redis memory per key.
+
+Options:
+  --scenario NAME     steady, bursty, boundary, flood, many or all (default all); a comma list works
+  --limit N           requests per window (default 100); N/WINDOW sets both, e.g. 100/1m
+  --window DURATION   window length: 500ms, 10s, 1m, 1h (default 1m)
+  --burst N           token-bucket and gcra capacity (default: the limit)
+  --algorithms LIST   comma-separated algorithms (default: all of ${ALGORITHM_NAMES.join(', ')})
+  --clients N         clients in the 'many' scenario (default: about 200,000 requests in total)
+  --seed N            seed of the random scenarios (default 1)
+  --redis URL         also replay every run on this Redis to measure MEMORY USAGE per key and the
+                      commands per decision (writes under a unique prefix, deletes it afterwards)
+  --json              print the results as JSON on stdout
+  --chart FILE        write admitted vs rejected over time per algorithm to FILE (.svg or .html)
+  --progress          show progress on stderr even when stderr is not a terminal
+  -h, --help          show this help
+
+Exit codes: 0 ok, 1 runtime failure (e.g. Redis unreachable), 2 usage error.
+`;
+
+const OPTIONS = {
+  scenario: { type: 'string' },
+  limit: { type: 'string' },
+  window: { type: 'string' },
+  burst: { type: 'string' },
+  algorithms: { type: 'string' },
+  clients: { type: 'string' },
+  seed: { type: 'string' },
+  redis: { type: 'string' },
+  json: { type: 'boolean' },
+  chart: { type: 'string' },
+  progress: { type: 'boolean' },
+} as const;
+
+/** Largest limit compare accepts: its scenarios send up to 30 × the limit per client. */
+const MAX_COMPARE_LIMIT = 10_000;
+
+export function parseCompareSettings(argv: readonly string[]): {
+  help: boolean;
+  settings: CompareSettings;
+  json: boolean;
+  chart?: string;
+  redis?: string;
+  progress: boolean;
+} {
+  const parsed = parseCommandArgs('compare', argv, OPTIONS, 0);
+  const limitText = stringOption(parsed, 'limit');
+  const windowText = stringOption(parsed, 'window');
+  let limit = 100;
+  let windowMs = 60_000;
+  if (limitText?.includes('/')) {
+    if (windowText !== undefined)
+      throw new UsageError('--limit N/WINDOW already sets the window; drop --window');
+    ({ limit, windowMs } = parseRate(limitText, '--limit'));
+  } else if (limitText !== undefined) {
+    limit = integerOption(limitText, '--limit', 1, MAX_COMPARE_LIMIT);
+  }
+  if (limit > MAX_COMPARE_LIMIT) {
+    throw new UsageError(`--limit: ${limit} must be at most ${MAX_COMPARE_LIMIT} for compare`);
+  }
+  if (windowText !== undefined) windowMs = durationOption(windowText, '--window');
+  if (windowMs < 10) throw new UsageError('--window: must be at least 10ms');
+
+  const scenarioText = stringOption(parsed, 'scenario') ?? 'all';
+  const scenarios = listOption(scenarioText, '--scenario', [...SCENARIO_NAMES, 'all']).flatMap((name) =>
+    name === 'all' ? [...SCENARIO_NAMES] : [name as ScenarioName],
+  );
+  const algorithmsText = stringOption(parsed, 'algorithms');
+  const algorithms =
+    algorithmsText === undefined
+      ? [...ALGORITHM_NAMES]
+      : (listOption(algorithmsText, '--algorithms', ALGORITHM_NAMES) as AlgorithmName[]);
+  if (algorithms.includes('sliding-log') && limit > SLIDING_LOG_MAX_LIMIT) {
+    throw new UsageError(`--limit: sliding-log accepts at most ${SLIDING_LOG_MAX_LIMIT}`);
+  }
+
+  const burstText = stringOption(parsed, 'burst');
+  const burst =
+    burstText === undefined ? undefined : integerOption(burstText, '--burst', 1, 30 * MAX_COMPARE_LIMIT);
+  if (Math.max(limit, burst ?? 0) * windowMs > MAX_UNITS_TIMES_WINDOW) {
+    throw new UsageError('--limit × --window is too large; use a smaller limit or window');
+  }
+  const clientsText = stringOption(parsed, 'clients');
+  const seedText = stringOption(parsed, 'seed');
+  const chart = stringOption(parsed, 'chart');
+  if (chart !== undefined && !['.svg', '.html', '.htm'].includes(extname(chart).toLowerCase())) {
+    throw new UsageError(`--chart: '${chart}' must end in .svg or .html`);
+  }
+  const redis = stringOption(parsed, 'redis');
+  if (redis !== undefined) redisTargetFrom(redis, undefined, {});
+  return {
+    help: parsed.values.help === true,
+    settings: {
+      scenarios: [...new Set(scenarios)],
+      algorithms: [...new Set(algorithms)],
+      limit,
+      windowMs,
+      ...(burst !== undefined ? { burst } : {}),
+      seed: seedText === undefined ? 1 : integerOption(seedText, '--seed', 0, 2 ** 32 - 1),
+      ...(clientsText !== undefined ? { clients: integerOption(clientsText, '--clients', 1, 100_000) } : {}),
+      chartBuckets: chart === undefined ? 0 : 120,
+    },
+    json: parsed.values.json === true,
+    ...(chart !== undefined ? { chart } : {}),
+    ...(redis !== undefined ? { redis } : {}),
+    progress: parsed.values.progress === true,
+  };
+}
+
+function listOption(value: string, flag: string, allowed: readonly string[]): string[] {
+  const items = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+  if (items.length === 0) throw new UsageError(`${flag}: give at least one of ${allowed.join(', ')}`);
+  for (const item of items) {
+    if (!allowed.includes(item)) {
+      throw new UsageError(`${flag}: '${item}' is not one of ${allowed.join(', ')}`);
+    }
+  }
+  return items;
+}
+
+export async function compareCommand(argv: readonly string[]): Promise<number> {
+  const options = parseCompareSettings(argv);
+  if (options.help) {
+    process.stdout.write(COMPARE_HELP);
+    return 0;
+  }
+  const progress = createProgress(process.stderr, options.progress);
+  const connection =
+    options.redis === undefined
+      ? undefined
+      : await connectRedis({ url: options.redis }, { persistent: false });
+  let report: ReturnType<typeof buildReport>;
+  try {
+    const redisClient = connection?.masters()[0];
+    const scenarios = await runComparison(options.settings, progress, redisClient);
+    report = buildReport(options.settings, scenarios, connection?.label ?? null);
+  } catch (error) {
+    progress.end();
+    if (connection !== undefined && error instanceof Error && !(error instanceof UsageError)) {
+      throw new RuntimeFailure(`compare on Redis (${connection.label}) failed: ${error.message}`);
+    }
+    throw error;
+  } finally {
+    await connection?.close();
+  }
+  const text = reportText(report);
+  process.stdout.write(options.json ? `${reportJson(report)}\n` : text);
+  if (options.chart !== undefined) {
+    const content = options.chart.toLowerCase().endsWith('.svg')
+      ? renderSvg(report)
+      : renderHtml(report, text);
+    try {
+      await writeFile(options.chart, content);
+    } catch (error) {
+      throw new RuntimeFailure(`--chart: cannot write ${options.chart}: ${(error as Error).message}`);
+    }
+    if (!options.json) process.stdout.write(`\nChart written to ${options.chart}\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,192 @@
+/**
+ * Where the gateway's configuration comes from: a JSON or YAML file (`--config`), flags that
+ * override it, and REDIS_URL. Flags are folded into the raw object before the one validation
+ * pass, with labels so that errors name the flag that set a field.
+ */
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { type OptionSpec, type Parsed, RuntimeFailure, stringOption, UsageError } from '../args.js';
+import { ConfigError, type Fields, type Labels } from './check.js';
+import { type GatewayConfig, parseGatewayConfig } from './schema.js';
+
+/** Flags that choose the rules and the store: shared by serve, inspect and reset. */
+export const STORE_FLAGS = {
+  config: { type: 'string', short: 'c' },
+  limit: { type: 'string', multiple: true },
+  algorithm: { type: 'string' },
+  burst: { type: 'string' },
+  redis: { type: 'string' },
+  'redis-cluster': { type: 'string' },
+  prefix: { type: 'string' },
+} as const satisfies OptionSpec;
+
+export const STORE_FLAGS_HELP = `  -c, --config FILE         JSON or YAML config file (see docs/cli.md); flags override it
+  --limit RATE              a rule such as 120/1m, 10/s, 5000/1h; repeat for several (default 60/1m)
+  --algorithm NAME          algorithm of the --limit rules: sliding-window (default), fixed-window,
+                            sliding-log, token-bucket, gcra
+  --burst N                 capacity of token-bucket and gcra --limit rules (default: the limit)
+  --redis URL               Redis store (default: REDIS_URL, else the in-memory store)
+  --redis-cluster NODES     Redis Cluster seed nodes: host:port,host:port
+  --prefix PREFIX           namespace of the Redis keys (default floodgate)`;
+
+/** Serve-only flags, each overriding one config field. */
+const FIELD_FLAGS: Record<string, string> = {
+  upstream: 'upstream',
+  host: 'host',
+  'on-store-error': 'onStoreError',
+  'api-key-header': 'apiKeyHeader',
+  'shutdown-timeout': 'shutdownTimeout',
+  'upstream-timeout': 'upstreamTimeout',
+};
+
+/** Reads and validates the configuration from `--config`, the flags and the environment. */
+export async function loadConfig(
+  parsed: Parsed,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<GatewayConfig> {
+  const file = stringOption(parsed, 'config');
+  const raw: Fields = file === undefined ? {} : await readConfigFile(file);
+  const labels: Labels = {};
+  applyFlags(raw, labels, parsed, env);
+  try {
+    return parseGatewayConfig(raw, labels);
+  } catch (error) {
+    if (error instanceof ConfigError && file !== undefined && !error.message.startsWith('--')) {
+      throw new ConfigError(`${file}: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+async function readConfigFile(file: string): Promise<Fields> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ConfigError(
+      `--config: cannot read ${file}${code === 'ENOENT' ? ': no such file' : `: ${code}`}`,
+    );
+  }
+  const extension = extname(file).toLowerCase();
+  let value: unknown;
+  if (extension === '.json') {
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw new ConfigError(`${file}: invalid JSON: ${(error as Error).message}`);
+    }
+  } else {
+    value = await parseYaml(text, file);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigError(`${file}: expected a mapping of settings at the top level`);
+  }
+  return value as Fields;
+}
+
+async function parseYaml(text: string, file: string): Promise<unknown> {
+  let yaml: typeof import('yaml');
+  try {
+    yaml = await import('yaml');
+  } catch {
+    throw new RuntimeFailure(
+      `${file}: YAML configs need the 'yaml' package (npm install yaml), or use a .json file`,
+    );
+  }
+  try {
+    return yaml.parse(text, { prettyErrors: true });
+  } catch (error) {
+    throw new ConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+}
+
+function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.ProcessEnv): void {
+  const limits = parsed.values.limit as string[] | undefined;
+  const algorithm = stringOption(parsed, 'algorithm');
+  const burst = stringOption(parsed, 'burst');
+  if (limits !== undefined && limits.length > 0) {
+    if (raw.plans !== undefined) throw new UsageError('--limit: the config defines plans; set limits there');
+    raw.rules = limits.map((limit) => ({
+      limit,
+      ...(algorithm !== undefined ? { algorithm } : {}),
+      ...(burst !== undefined ? { burst: Number(burst) } : {}),
+    }));
+    labels.rules = '--limit';
+  } else if (algorithm !== undefined || burst !== undefined) {
+    throw new UsageError(
+      `--${algorithm !== undefined ? 'algorithm' : 'burst'} goes with --limit, e.g. --limit 120/1m`,
+    );
+  }
+
+  const store: Fields =
+    typeof raw.store === 'object' && raw.store !== null ? { ...(raw.store as Fields) } : {};
+  const redis = stringOption(parsed, 'redis');
+  const cluster = stringOption(parsed, 'redis-cluster');
+  if (redis !== undefined && cluster !== undefined) {
+    throw new UsageError('--redis and --redis-cluster cannot be used together');
+  }
+  if (redis !== undefined || cluster !== undefined) {
+    delete store.redis;
+    delete store.cluster;
+  }
+  if (redis !== undefined) {
+    store.redis = redis;
+    labels['store.redis'] = '--redis';
+  } else if (cluster !== undefined) {
+    store.cluster = cluster
+      .split(',')
+      .map((seed) => seed.trim())
+      .filter(Boolean);
+    labels['store.cluster'] = '--redis-cluster';
+  } else if (env.REDIS_URL) {
+    delete store.cluster;
+    store.redis = env.REDIS_URL;
+    labels['store.redis'] = 'REDIS_URL';
+  }
+  const prefix = stringOption(parsed, 'prefix');
+  if (prefix !== undefined) {
+    store.prefix = prefix;
+    labels['store.prefix'] = '--prefix';
+  }
+  const timeout = stringOption(parsed, 'store-timeout');
+  if (timeout !== undefined) {
+    store.timeout = timeout;
+    labels['store.timeout'] = '--store-timeout';
+  }
+  if (raw.store !== undefined || Object.keys(store).length > 0) raw.store = store;
+
+  for (const [flag, field] of Object.entries(FIELD_FLAGS)) {
+    const value = stringOption(parsed, flag);
+    if (value === undefined) continue;
+    raw[field] = field === 'apiKeyHeader' && value === 'false' ? false : value;
+    labels[field] = `--${flag}`;
+  }
+  const port = stringOption(parsed, 'port');
+  if (port !== undefined) {
+    raw.port = /^\d+$/.test(port) ? Number(port) : port;
+    labels.port = '--port';
+  }
+  const headers = stringOption(parsed, 'headers');
+  if (headers !== undefined) {
+    raw.headers =
+      headers === 'false' || headers === 'none'
+        ? false
+        : headers.includes(',')
+          ? headers.split(',')
+          : headers;
+    labels.headers = '--headers';
+  }
+  const trustProxy = stringOption(parsed, 'trust-proxy');
+  if (trustProxy !== undefined) {
+    raw.trustProxy =
+      trustProxy === 'true'
+        ? true
+        : trustProxy === 'false'
+          ? false
+          : /^\d+$/.test(trustProxy)
+            ? Number(trustProxy)
+            : trustProxy;
+    labels.trustProxy = '--trust-proxy';
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Plans and tiers: named rule lists, and the request header that picks one (an API key mapped
+ * to a plan, kept only as a SHA-256 digest, or the plan's name itself).
+ */
+import { createHash } from 'node:crypto';
+import type { RuleOptions } from '../../rules.js';
+import { type Fields, fail, HEADER_NAME, join, type Labels, objectAt, oneOf, stringAt } from './check.js';
+import { parseRuleList } from './rules.js';
+
+/** The core's rule for plan names (src/plans.ts): no dots, since rules are shown as `<plan>.<rule>`. */
+const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** The plan of a config without tiers. */
+export const DEFAULT_PLAN = 'default';
+
+export interface Tiers {
+  /** The request header that identifies the tenant (lower case). */
+  readonly header: string;
+  /** SHA-256 (hex) of a header value → plan; without it, the header's value is the plan name. */
+  readonly keys: ReadonlyMap<string, string> | undefined;
+  readonly default: string;
+}
+
+/** The plans of a config: its `plans`, or one `default` plan of its `rules` (default 60/1m). */
+export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions[]> {
+  const plans = new Map<string, RuleOptions[]>();
+  if (raw.plans !== undefined) {
+    if (raw.rules !== undefined)
+      fail(labels.rules ?? 'rules', 'with plans, give each plan its rules instead');
+    const fields = objectAt(raw.plans, 'plans', Object.keys(raw.plans ?? {}));
+    for (const [name, rules] of Object.entries(fields)) {
+      const path = join('plans', name);
+      if (!PLAN_NAME.test(name) || name === 'override') {
+        fail(
+          path,
+          "plan name must be 1-64 letters, digits, _ or - (starting with a letter or digit), not 'override'",
+        );
+      }
+      plans.set(name, parseRuleList(rules, path));
+    }
+    if (plans.size === 0) fail('plans', 'define at least one plan, e.g. free: [60/1m]');
+  } else {
+    const rules = raw.rules ?? [{ limit: '60/1m' }];
+    plans.set(DEFAULT_PLAN, parseRuleList(rules, labels.rules ?? 'rules'));
+  }
+  return plans;
+}
+
+export function parseTiers(value: unknown, plans: ReadonlyMap<string, unknown>): Tiers {
+  const fields = objectAt(value, 'tiers', ['header', 'keys', 'default']);
+  const header = stringAt(fields.header, 'tiers.header', HEADER_NAME, 'is not a header name').toLowerCase();
+  const planNames = [...plans.keys()];
+  const fallback = oneOf(fields.default, 'tiers.default', planNames);
+  let keys: Map<string, string> | undefined;
+  if (fields.keys !== undefined) {
+    const entries = Object.entries(objectAt(fields.keys, 'tiers.keys', Object.keys(fields.keys ?? {})));
+    keys = new Map();
+    for (const [index, [key, plan]] of entries.entries()) {
+      // Never echo a key: it may be a live API key.
+      const path = `tiers.keys (entry ${index + 1})`;
+      oneOf(plan, path, planNames);
+      const digest = /^sha256:[0-9a-f]{64}$/i.test(key) ? key.slice(7).toLowerCase() : sha256Hex(key);
+      keys.set(digest, plan as string);
+    }
+  }
+  return { header, keys, default: fallback };
+}
+
+/** SHA-256 hex, how API keys are compared with `tiers.keys` without keeping them in clear. */
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}

@@ -1,0 +1,178 @@
+/**
+ * Routes and the skip list: a method list and a Fastify path pattern each, with their own rules,
+ * cost or exemption. Two entries may not claim the same method and path.
+ */
+import { type RuleOptions, resolveRules } from '../../rules.js';
+import {
+  arrayAt,
+  booleanAt,
+  core,
+  type Fields,
+  fail,
+  integerAt,
+  join,
+  objectAt,
+  oneOf,
+  stringAt,
+} from './check.js';
+import { NAME, NAME_HINT, parseRuleList } from './rules.js';
+
+/** The methods a route may name; `*` (the default) means all of them. */
+export const METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
+/** Paths the gateway answers itself. */
+export const RESERVED_PATHS = ['/metrics', '/healthz'];
+
+export interface RouteSpec {
+  /** Where it was defined, for messages: `routes[2]` or `skip[0]`. */
+  readonly where: string;
+  /** Names the route in metrics and logs, and prefixes its unnamed rules. */
+  readonly name: string;
+  readonly methods: readonly string[];
+  /** A Fastify path pattern: `/v1/users/:id`, `/files/*`. */
+  readonly path: string;
+  readonly cost: number;
+  readonly skip: boolean;
+  /** Rules per plan for this route (the plan's own rules included unless `inherit: false`). */
+  readonly rules: ReadonlyMap<string, readonly RuleOptions[]>;
+}
+
+/** `routes` then `skip`, in order; the gateway adds a catch-all for every path they leave. */
+export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly RuleOptions[]>): RouteSpec[] {
+  const routes: RouteSpec[] = [];
+  const seen = new Map<string, string>();
+  const usedNames = new Set<string>();
+  const claim = (route: RouteSpec) => {
+    for (const method of route.methods) {
+      const id = `${method} ${route.path}`;
+      const previous = seen.get(id);
+      if (previous !== undefined) fail(route.where, `${id} is also defined by ${previous}`);
+      seen.set(id, route.where);
+    }
+    if (RESERVED_PATHS.includes(route.path))
+      fail(`${route.where}.path`, `${route.path} is answered by the gateway itself`);
+    routes.push(route);
+  };
+
+  const list = raw.routes === undefined ? [] : arrayAt(raw.routes, 'routes');
+  for (const [index, item] of list.entries()) {
+    const where = `routes[${index}]`;
+    const fields = objectAt(item, where, [
+      'name',
+      'method',
+      'path',
+      'cost',
+      'skip',
+      'limit',
+      'window',
+      'algorithm',
+      'burst',
+      'rules',
+      'plans',
+      'inherit',
+    ]);
+    const path = parsePath(fields.path, `${where}.path`);
+    const methods = parseMethods(fields.method, `${where}.method`);
+    const name =
+      fields.name === undefined
+        ? uniqueName(defaultRouteName(methods, path), usedNames)
+        : stringAt(fields.name, `${where}.name`, NAME, NAME_HINT);
+    usedNames.add(name);
+    const skip = fields.skip === undefined ? false : booleanAt(fields.skip, `${where}.skip`);
+    const cost =
+      fields.cost === undefined ? 1 : integerAt(fields.cost, `${where}.cost`, 1, Number.MAX_SAFE_INTEGER);
+    const ownFields = ['limit', 'window', 'algorithm', 'burst', 'rules', 'plans', 'inherit', 'cost'].filter(
+      (field) => fields[field] !== undefined,
+    );
+    if (skip && ownFields.length > 0) fail(`${where}.${ownFields[0]}`, 'a skipped route takes no limits');
+    if (fields.rules !== undefined && fields.limit !== undefined) {
+      fail(`${where}.limit`, 'give either limit (one rule) or rules (a list), not both');
+    }
+    if (fields.limit === undefined && (fields.algorithm !== undefined || fields.burst !== undefined)) {
+      fail(
+        `${where}.${fields.algorithm !== undefined ? 'algorithm' : 'burst'}`,
+        'goes with limit (e.g. limit: 20/1m)',
+      );
+    }
+    const inherit = fields.inherit === undefined ? true : booleanAt(fields.inherit, `${where}.inherit`);
+    let own: RuleOptions[] = [];
+    if (fields.limit !== undefined) {
+      const rule: Fields = { limit: fields.limit };
+      if (fields.window !== undefined) rule.window = fields.window;
+      if (fields.algorithm !== undefined) rule.algorithm = fields.algorithm;
+      if (fields.burst !== undefined) rule.burst = fields.burst;
+      own = parseRuleList(rule, where, name);
+    } else if (fields.rules !== undefined) {
+      own = parseRuleList(fields.rules, `${where}.rules`, name);
+    }
+    const perPlan = new Map<string, RuleOptions[]>();
+    const planFields =
+      fields.plans === undefined ? {} : objectAt(fields.plans, `${where}.plans`, [...plans.keys()]);
+    for (const [plan, planRules] of plans) {
+      const extra =
+        planFields[plan] === undefined
+          ? []
+          : parseRuleList(planFields[plan], join(`${where}.plans`, plan), name);
+      const combined = [...own, ...extra, ...(inherit ? planRules : [])];
+      if (combined.length === 0)
+        fail(where, `no rules for plan '${plan}': give limit, rules or plans, or inherit: true`);
+      core(() => resolveRules(combined, plans.size > 1 ? `${where} (plan ${plan})` : where));
+      perPlan.set(plan, combined);
+    }
+    claim({ where, name, methods, path, cost, skip, rules: skip ? new Map() : perPlan });
+  }
+
+  const skips = raw.skip === undefined ? [] : arrayAt(raw.skip, 'skip');
+  for (const [index, item] of skips.entries()) {
+    const where = `skip[${index}]`;
+    const text = stringAt(item, where);
+    const match = /^(?:([A-Za-z*,]+)\s+)?(\/\S*)$/.exec(text.trim());
+    if (!match)
+      fail(
+        where,
+        `${JSON.stringify(text)} must be a path pattern, optionally after methods: '/assets/*', 'GET /status'`,
+      );
+    const methods = parseMethods(match[1]?.split(','), where);
+    const path = parsePath(match[2], where);
+    const name = uniqueName(`skip-${defaultRouteName(methods, path)}`, usedNames);
+    usedNames.add(name);
+    claim({ where, name, methods, path, cost: 1, skip: true, rules: new Map() });
+  }
+  return routes;
+}
+
+function parsePath(value: unknown, path: string): string {
+  const text = stringAt(value, path);
+  if (!text.startsWith('/') || /\s/.test(text)) {
+    fail(
+      path,
+      `${JSON.stringify(text)} must start with / and have no spaces, e.g. /v1/users/:id or /assets/*`,
+    );
+  }
+  return text;
+}
+
+function parseMethods(value: unknown, path: string): string[] {
+  if (value === undefined || value === '*') return [...METHODS];
+  const list = Array.isArray(value) ? value : [value];
+  const methods = list.map((method, i) =>
+    oneOf(
+      typeof method === 'string' ? method.toUpperCase() : method,
+      Array.isArray(value) ? `${path}[${i}]` : path,
+      [...METHODS, '*'],
+    ),
+  );
+  if (methods.includes('*')) return [...METHODS];
+  return [...new Set(methods)];
+}
+
+function defaultRouteName(methods: readonly string[], path: string): string {
+  const verb = methods.length === METHODS.length ? 'any' : methods.join('-').toLowerCase();
+  const slug = path.replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^-+|-+$/g, '');
+  return `${verb}-${slug || 'root'}`.slice(0, 48);
+}
+
+function uniqueName(base: string, used: ReadonlySet<string>): string {
+  let name = base;
+  for (let n = 2; used.has(name); n++) name = `${base}-${n}`;
+  return name;
+}

@@ -1,0 +1,74 @@
+/**
+ * Rules in the config file: `'120/1m'` strings or `{ name?, algorithm?, limit, window?, burst? }`
+ * objects, checked in context by the core's own rule validation so messages name the field.
+ */
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/index.js';
+import { formatDuration, type RuleOptions, resolveRules } from '../../rules.js';
+import { parseRate } from '../args.js';
+import { ConfigError, core, durationAt, fail, objectAt, oneOf, stringAt } from './check.js';
+
+export const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+export const NAME_HINT = 'must be 1-64 letters, digits, _ . - (starting with a letter or digit)';
+
+/**
+ * A rule list: objects `{ name?, algorithm?, limit, window?, burst? }` where `limit` may be
+ * written `120/1m`, or plain strings `'120/1m'`. The algorithm defaults to sliding-window.
+ */
+export function parseRuleList(
+  value: unknown,
+  path: string,
+  namePrefix = '',
+  defaultAlgorithm: AlgorithmName = 'sliding-window',
+): RuleOptions[] {
+  const list = Array.isArray(value) ? value : [value];
+  const rules = list.map((item, i) => {
+    const where = Array.isArray(value) ? `${path}[${i}]` : path;
+    return parseRule(typeof item === 'string' ? { limit: item } : item, where, namePrefix, defaultAlgorithm);
+  });
+  if (rules.length === 0) fail(path, 'give at least one rule, e.g. 120/1m');
+  core(() => resolveRules(Array.isArray(value) ? rules : rules[0], path));
+  return rules;
+}
+
+function parseRule(
+  value: unknown,
+  path: string,
+  namePrefix: string,
+  defaultAlgorithm: AlgorithmName,
+): RuleOptions {
+  const fields = objectAt(value, path, ['name', 'algorithm', 'limit', 'window', 'burst']);
+  const algorithm =
+    fields.algorithm === undefined
+      ? defaultAlgorithm
+      : oneOf(fields.algorithm, `${path}.algorithm`, ALGORITHM_NAMES);
+  let limit = fields.limit;
+  let window = fields.window;
+  if (typeof limit === 'string') {
+    if (window !== undefined)
+      fail(`${path}.window`, `not needed: limit ${JSON.stringify(limit)} already sets the window`);
+    let rate: { limit: number; windowMs: number };
+    try {
+      rate = parseRate(limit, `${path}.limit`);
+    } catch (error) {
+      throw new ConfigError((error as Error).message);
+    }
+    limit = rate.limit;
+    window = rate.windowMs;
+  } else if (limit === undefined) {
+    fail(`${path}.limit`, 'required, e.g. limit: 120/1m');
+  } else if (window === undefined) {
+    fail(
+      `${path}.window`,
+      `required with a numeric limit (or write limit: ${JSON.stringify(`${limit}/1m`)})`,
+    );
+  }
+  const rule: Record<string, unknown> = { algorithm, limit, window };
+  if (fields.burst !== undefined) rule.burst = fields.burst;
+  if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
+  else if (namePrefix !== '' && typeof limit === 'number') {
+    const windowMs = durationAt(window, `${path}.window`);
+    rule.name = `${namePrefix}.${algorithm}-${limit}-per-${formatDuration(windowMs)}`.slice(0, 64);
+  }
+  // Validated in context (with its siblings) by resolveRules in parseRuleList.
+  return rule as unknown as RuleOptions;
+}

@@ -1,0 +1,197 @@
+/**
+ * The gateway's configuration: one validation pass from the raw file (JSON or YAML, with flags
+ * already folded in) to the resolved form `serve`, `inspect` and `reset` trust. Every error
+ * names the field (`routes[2].limit: ...`), or the flag that set it.
+ */
+import { HEADER_STYLES, type HeaderStyle } from '../../http/headers.js';
+import type { RuleOptions } from '../../rules.js';
+import { parseNode, type RedisTarget, redactUrl } from '../redis.js';
+import {
+  arrayAt,
+  ConfigError,
+  durationAt,
+  fail,
+  HEADER_NAME,
+  integerAt,
+  type Labels,
+  objectAt,
+  oneOf,
+  stringAt,
+} from './check.js';
+import { parsePlans, parseTiers, type Tiers } from './plans.js';
+import { parseRoutes, type RouteSpec } from './routes.js';
+
+export { DEFAULT_PLAN, sha256Hex, type Tiers } from './plans.js';
+export { METHODS, RESERVED_PATHS, type RouteSpec } from './routes.js';
+
+export type { HeaderStyle };
+
+/** The resolved configuration of a gateway (and of inspect/reset, which use its rules and store). */
+export interface GatewayConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly upstream: URL | undefined;
+  readonly upstreamTimeoutMs: number;
+  readonly redis: RedisTarget | undefined;
+  readonly prefix: string;
+  readonly storeTimeoutMs: number;
+  readonly onStoreError: 'open' | 'closed';
+  readonly headers: HeaderStyle | false | readonly HeaderStyle[];
+  readonly trustProxy: boolean | number | string;
+  /** Header the default key reads API keys from, or false to key by client address only. */
+  readonly apiKeyHeader: string | false;
+  readonly tiers: Tiers | undefined;
+  /** Plan name → rules; a single `default` plan without tiers. */
+  readonly plans: ReadonlyMap<string, readonly RuleOptions[]>;
+  /** The user's routes and skip entries; every other path falls to the catch-all, under the plan's rules. */
+  readonly routes: readonly RouteSpec[];
+  readonly shutdownTimeoutMs: number;
+}
+
+const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
+
+const TOP_FIELDS = [
+  'host',
+  'port',
+  'upstream',
+  'upstreamTimeout',
+  'store',
+  'onStoreError',
+  'headers',
+  'trustProxy',
+  'apiKeyHeader',
+  'rules',
+  'tiers',
+  'plans',
+  'routes',
+  'skip',
+  'shutdownTimeout',
+];
+/** Validates a raw configuration object (from a file and flags) into a GatewayConfig. */
+export function parseGatewayConfig(input: unknown, labels: Labels = {}): GatewayConfig {
+  const raw = objectAt(input ?? {}, '', TOP_FIELDS);
+  const at = (field: string) => labels[field] ?? field;
+
+  const store =
+    raw.store === undefined
+      ? {}
+      : objectAt(raw.store, at('store'), ['redis', 'cluster', 'prefix', 'timeout']);
+  let redis: RedisTarget | undefined;
+  if (store.redis !== undefined && store.cluster !== undefined) {
+    fail(at('store'), 'give either redis or cluster, not both');
+  }
+  if (store.redis !== undefined) {
+    const url = stringAt(store.redis, labels['store.redis'] ?? 'store.redis');
+    try {
+      parseNode(url, labels['store.redis'] ?? 'store.redis');
+    } catch (error) {
+      throw new ConfigError((error as Error).message);
+    }
+    redis = { url };
+  } else if (store.cluster !== undefined) {
+    const where = labels['store.cluster'] ?? 'store.cluster';
+    const seeds = arrayAt(store.cluster, where).map((seed, i) => stringAt(seed, `${where}[${i}]`));
+    if (seeds.length === 0) fail(where, 'give at least one host:port');
+    for (const [i, seed] of seeds.entries()) {
+      try {
+        parseNode(seed, `${where}[${i}]`);
+      } catch (error) {
+        throw new ConfigError((error as Error).message);
+      }
+    }
+    redis = { cluster: seeds };
+  }
+
+  if (raw.tiers !== undefined && raw.plans === undefined) {
+    fail('tiers', 'tiers need plans, e.g. plans: { free: [60/1m], pro: [600/1m] }');
+  }
+  if (raw.plans !== undefined && raw.tiers === undefined) {
+    fail(
+      'plans',
+      'plans need tiers: which header picks the plan, e.g. tiers: { header: x-api-key, keys: {...}, default: free }',
+    );
+  }
+  const plans = parsePlans(raw, labels);
+  const tiers = raw.tiers === undefined ? undefined : parseTiers(raw.tiers, plans);
+
+  const routes = parseRoutes(raw, plans);
+
+  return {
+    host: raw.host === undefined ? '127.0.0.1' : stringAt(raw.host, at('host')),
+    port: raw.port === undefined ? 8080 : integerAt(raw.port, at('port'), 0, 65535),
+    upstream: raw.upstream === undefined ? undefined : parseUpstream(raw.upstream, at('upstream')),
+    upstreamTimeoutMs:
+      raw.upstreamTimeout === undefined ? 30_000 : durationAt(raw.upstreamTimeout, at('upstreamTimeout')),
+    redis,
+    prefix:
+      store.prefix === undefined
+        ? 'floodgate'
+        : stringAt(
+            store.prefix,
+            labels['store.prefix'] ?? 'store.prefix',
+            PREFIX,
+            'must be 1-64 characters of letters, digits and _ . : @ / + = ~ -',
+          ),
+    storeTimeoutMs:
+      store.timeout === undefined
+        ? 100
+        : durationAt(store.timeout, labels['store.timeout'] ?? 'store.timeout'),
+    onStoreError:
+      raw.onStoreError === undefined
+        ? 'open'
+        : oneOf(raw.onStoreError, at('onStoreError'), ['open', 'closed']),
+    headers: parseHeaders(raw.headers, at('headers')),
+    trustProxy: parseTrustProxy(raw.trustProxy, at('trustProxy')),
+    apiKeyHeader:
+      raw.apiKeyHeader === undefined
+        ? 'x-api-key'
+        : raw.apiKeyHeader === false
+          ? false
+          : stringAt(raw.apiKeyHeader, at('apiKeyHeader'), HEADER_NAME, 'is not a header name').toLowerCase(),
+    tiers,
+    plans,
+    routes,
+    shutdownTimeoutMs:
+      raw.shutdownTimeout === undefined
+        ? 10_000
+        : durationAt(raw.shutdownTimeout, at('shutdownTimeout'), true),
+  };
+}
+
+function parseUpstream(value: unknown, path: string): URL {
+  const text = stringAt(value, path);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    fail(path, `${JSON.stringify(redactUrl(text))} is not a URL; write e.g. http://127.0.0.1:3000`);
+  }
+  if (url.protocol !== 'http:') fail(path, `only http:// upstreams are supported, got ${url.protocol}//`);
+  if (url.search || url.hash) fail(path, 'must not have a query string or fragment');
+  return url;
+}
+
+function parseHeaders(value: unknown, path: string): GatewayConfig['headers'] {
+  if (value === undefined) return 'draft-6';
+  if (value === false) return false;
+  const list = Array.isArray(value) ? value : [value];
+  const styles = list.map((style, i) =>
+    oneOf(style, Array.isArray(value) ? `${path}[${i}]` : path, HEADER_STYLES),
+  );
+  if (styles.includes('draft-6') && styles.includes('draft-10')) {
+    fail(
+      path,
+      "'draft-6' and 'draft-10' both define RateLimit-Policy; choose one (either goes with 'legacy')",
+    );
+  }
+  return Array.isArray(value) ? styles : (styles[0] as HeaderStyle);
+}
+
+function parseTrustProxy(value: unknown, path: string): boolean | number | string {
+  if (value === undefined) return false;
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'number') return integerAt(value, path, 0, 100);
+  if (typeof value === 'string' && value.length > 0) return value;
+  if (Array.isArray(value)) return value.map((item, i) => stringAt(item, `${path}[${i}]`)).join(',');
+  return fail(path, 'expected true, false, a hop count, or addresses/CIDRs of trusted proxies');
+}

@@ -1,0 +1,69 @@
+/**
+ * How the gateway describes its configuration: the summary in the `listening` and `reloaded` log
+ * lines, and the full listing of `serve --check`.
+ */
+import { formatDuration } from '../../rules.js';
+import { DEFAULT_PLAN, type GatewayConfig } from '../config/schema.js';
+import { redactUrl } from '../redis.js';
+
+export function summary(config: GatewayConfig) {
+  return {
+    plans: Object.fromEntries(
+      [...config.plans].map(([plan, rules]) => [plan, rules.map((rule) => ruleText(rule))]),
+    ),
+    ...(config.tiers !== undefined
+      ? { tierHeader: config.tiers.header, defaultPlan: config.tiers.default }
+      : {}),
+    routes: config.routes.length,
+    onStoreError: config.onStoreError,
+  };
+}
+
+export function ruleText(rule: {
+  name?: string;
+  algorithm: string;
+  limit: number;
+  window: unknown;
+  burst?: number;
+}): string {
+  const window = typeof rule.window === 'number' ? formatDuration(rule.window) : String(rule.window);
+  return `${rule.name ? `${rule.name}: ` : ''}${rule.algorithm} ${rule.limit}/${window}${rule.burst ? ` burst ${rule.burst}` : ''}`;
+}
+
+/** The resolved configuration, for `serve --check`. */
+export function describeConfig(config: GatewayConfig): string {
+  const lines = [
+    `listen      ${config.host}:${config.port}`,
+    `upstream    ${config.upstream === undefined ? 'demo API' : redactUrl(config.upstream.href)}`,
+    `store       ${config.redis === undefined ? 'memory' : 'url' in config.redis ? redactUrl(config.redis.url) : `cluster ${config.redis.cluster.join(',')}`} (prefix ${config.prefix}, timeout ${formatDuration(config.storeTimeoutMs)}, on error: ${config.onStoreError})`,
+    `headers     ${config.headers === false ? 'none' : [config.headers].flat().join(', ')}`,
+  ];
+  if (config.tiers !== undefined) {
+    lines.push(
+      `tiers       by header ${config.tiers.header}${config.tiers.keys ? ` (${config.tiers.keys.size} keys)` : ''}, default plan ${config.tiers.default}`,
+    );
+  }
+  for (const [plan, rules] of config.plans) {
+    lines.push(`plan ${plan}: ${rules.map((rule) => ruleText(rule as never)).join('; ')}`);
+  }
+  for (const route of config.routes) {
+    const methods = route.methods.length === 7 ? '*' : route.methods.join(',');
+    if (route.skip) {
+      lines.push(`route ${route.name}: ${methods} ${route.path} (not limited)`);
+      continue;
+    }
+    const cost = route.cost !== 1 ? ` (cost ${route.cost})` : '';
+    if (config.tiers === undefined) {
+      const rules = route.rules.get(DEFAULT_PLAN) ?? [];
+      lines.push(
+        `route ${route.name}: ${methods} ${route.path}${cost} -> ${rules.map((rule) => ruleText(rule as never)).join('; ')}`,
+      );
+      continue;
+    }
+    lines.push(`route ${route.name}: ${methods} ${route.path}${cost}`);
+    for (const [plan, rules] of route.rules) {
+      lines.push(`  plan ${plan}: ${rules.map((rule) => ruleText(rule as never)).join('; ')}`);
+    }
+  }
+  return lines.join('\n');
+}

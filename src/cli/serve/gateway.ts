@@ -1,0 +1,240 @@
+/**
+ * One generation of the gateway: a Fastify app built from one configuration. Rate limiting is
+ * the Fastify adapter's (`floodgate/fastify`), registered with `global: false` so that each
+ * route is checked by exactly one limiter holding all of its rules (the plan's and the route's
+ * own: one atomic store call). With tiers, each limiter holds every plan's rules and the adapter
+ * names the request's plan on each check. The app never listens: the server in command.ts hands
+ * it requests, which lets a reload swap apps without closing a single connection.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { Decision } from '../../decision.js';
+import { type FloodgateOptions, type FloodgateRouteOptions, floodgate } from '../../http/fastify.js';
+import { RuntimeFailure } from '../args.js';
+import { ConfigError } from '../config/check.js';
+import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
+import { demoHandler } from './demo.js';
+import { createLimiterCache } from './limiters.js';
+import type { Logger } from './log.js';
+import type { GatewayMetrics } from './metrics.js';
+import { createProxy } from './proxy.js';
+import type { StoreHandle } from './store.js';
+import { createPlanOf } from './tiers.js';
+
+export interface GatewayParts {
+  config: GatewayConfig;
+  store: StoreHandle;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
+  apiKeySecret?: string;
+}
+
+export interface Gateway {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** Resolves true once no request of this generation is in flight; false after `timeoutMs` if given. */
+  drain(timeoutMs?: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** What the gateway attaches to each route's config, for logs and metrics. */
+interface RouteTag {
+  route: string;
+}
+
+const CATCH_ALL = '/*';
+
+export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
+  const { config, metrics, logger } = parts;
+  const fastify = await loadFastify();
+  const planOf = createPlanOf(config);
+  const app: FastifyInstance = fastify({
+    logger: false,
+    trustProxy: config.trustProxy,
+    exposeHeadRoutes: false,
+    return503OnClosing: false,
+  });
+
+  // Bodies are streamed, never parsed: the upstream (or the demo's echo) reads them.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  const proxy =
+    config.upstream === undefined
+      ? undefined
+      : createProxy({
+          upstream: config.upstream,
+          timeoutMs: config.upstreamTimeoutMs,
+          onUpstreamError: (reason, error) => {
+            metrics.upstreamErrors.inc({ reason });
+            logger.warn('upstream_error', { reason, error });
+          },
+        });
+  const handler = proxy === undefined ? demoHandler : proxy.handle;
+
+  app.addHook('onRequest', async (request) => {
+    (request as FastifyRequest & { startedAt?: number }).startedAt = performance.now();
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const tag = tagOf(request);
+    const decision = request.rateLimit;
+    const started = (request as FastifyRequest & { startedAt?: number }).startedAt ?? performance.now();
+    const route = tag?.route ?? reservedName(request);
+    metrics.requests.inc({ route, status: String(reply.statusCode) });
+    logger.info('request', {
+      method: request.method,
+      path: (request.raw.url ?? '/').split('?')[0],
+      route,
+      ...(decision?.plan !== undefined ? { plan: decision.plan } : {}),
+      status: reply.statusCode,
+      ms: Math.round((performance.now() - started) * 100) / 100,
+      ip: request.ip,
+      ...(decision === undefined
+        ? {}
+        : {
+            allowed: decision.allowed,
+            rule: decision.rule,
+            remaining: decision.remaining,
+            ...(decision.degraded ? { degraded: decision.degraded } : {}),
+          }),
+    });
+  });
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+    if (status >= 500) logger.error('request_error', { path: (request.raw.url ?? '/').split('?')[0], error });
+    // A client error may say what was wrong; an internal one says nothing about the internals.
+    const title = status >= 500 ? 'Internal Server Error' : error.message;
+    reply.code(status).type('application/problem+json').send({ type: 'about:blank', status, title });
+  });
+
+  app.get('/healthz', async (_request, reply) => {
+    try {
+      await parts.store.ping(1000);
+      return { status: 'ok', store: parts.store.label };
+    } catch (error) {
+      return reply
+        .code(503)
+        .send({ status: 'unavailable', store: parts.store.label, error: (error as Error).message });
+    }
+  });
+  app.get('/metrics', async (_request, reply) =>
+    reply.type('text/plain; version=0.0.4; charset=utf-8').send(metrics.registry.render()),
+  );
+
+  const limiters = createLimiterCache(parts);
+  const adapterOptions: FloodgateOptions = {
+    global: false,
+    headers: config.headers,
+    apiKeyHeader: config.apiKeyHeader,
+    ...(parts.apiKeySecret !== undefined ? { apiKeySecret: parts.apiKeySecret } : {}),
+    ...(planOf !== undefined ? { plan: (request: FastifyRequest) => planOf(request.raw) } : {}),
+    onDecision: function countDecision(request: FastifyRequest, decision: Decision) {
+      const tag = tagOf(request);
+      metrics.decisions.inc({
+        route: tag?.route ?? 'unknown',
+        plan: decision.plan ?? DEFAULT_PLAN,
+        rule: decision.rule,
+        outcome: decision.allowed ? 'allowed' : 'denied',
+      });
+      if (decision.degraded) metrics.degraded.inc({ reason: decision.degraded });
+    },
+  };
+
+  await app.register(async function limitedRoutes(scope) {
+    await scope.register(floodgate, adapterOptions);
+    for (const route of withCatchAll(config)) {
+      const rateLimit: FloodgateRouteOptions | false = route.skip
+        ? false
+        : { limiter: limiters.get(route.rules), ...(route.cost !== 1 ? { cost: route.cost } : {}) };
+      const options = {
+        method: [...route.methods],
+        url: route.path,
+        config: { rateLimit, gateway: { route: route.name } satisfies RouteTag },
+        handler: handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+      } as RouteOptions;
+      try {
+        scope.route(options);
+      } catch (error) {
+        // Fastify's router refuses some patterns (or two that are the same route to it).
+        throw new ConfigError(`${route.where}.path: ${(error as Error).message.replace(/\s+/g, ' ')}`);
+      }
+    }
+  });
+  await app.ready();
+
+  let inFlight = 0;
+  let waiters: (() => void)[] = [];
+  return {
+    handle(req, res) {
+      inFlight++;
+      metrics.inFlight.add(1);
+      res.once('close', () => {
+        inFlight--;
+        metrics.inFlight.add(-1);
+        if (inFlight === 0) {
+          for (const wake of waiters) wake();
+          waiters = [];
+        }
+      });
+      app.routing(req, res);
+    },
+    drain(timeoutMs) {
+      if (inFlight === 0) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const timer = timeoutMs === undefined ? undefined : setTimeout(() => resolve(false), timeoutMs);
+        waiters.push(() => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+    },
+    async close() {
+      proxy?.close();
+      await app.close();
+    },
+  };
+}
+
+/** The user's routes, then the catch-all for every method no user route claims on `/*`. */
+function withCatchAll(config: GatewayConfig): RouteSpec[] {
+  const claimed = new Set(
+    config.routes.filter((route) => route.path === CATCH_ALL).flatMap((route) => route.methods),
+  );
+  const methods = METHODS.filter((method) => !claimed.has(method));
+  if (methods.length === 0) return [...config.routes];
+  return [
+    ...config.routes,
+    {
+      where: 'catch-all',
+      name: 'default',
+      methods,
+      path: CATCH_ALL,
+      cost: 1,
+      skip: false,
+      rules: config.plans,
+    },
+  ];
+}
+
+function tagOf(request: FastifyRequest): RouteTag | undefined {
+  return (request.routeOptions.config as { gateway?: RouteTag } | undefined)?.gateway;
+}
+
+function reservedName(request: FastifyRequest): string {
+  const url = request.routeOptions.url;
+  return url === '/metrics' ? 'metrics' : url === '/healthz' ? 'healthz' : 'unmatched';
+}
+
+async function loadFastify(): Promise<(options: Record<string, unknown>) => FastifyInstance> {
+  try {
+    const module = (await import('fastify')) as unknown as {
+      fastify?: (options: Record<string, unknown>) => FastifyInstance;
+      default?: (options: Record<string, unknown>) => FastifyInstance;
+    };
+    const factory = module.fastify ?? module.default;
+    if (typeof factory !== 'function') throw new Error('no fastify export');
+    return factory;
+  } catch {
+    throw new RuntimeFailure("serve needs the 'fastify' package: npm install fastify");
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * The gateway's limiters: one per distinct set of rules (routes that only inherit their plans
+ * share a limiter, and its deny cache), all on the one store, with their events turned into logs
+ * and metrics. With tiers a limiter holds every plan's rules (`plans`) and each check names one;
+ * otherwise it holds the one rule list.
+ */
+import { createLimiter, type Limiter } from '../../limiter.js';
+import type { RuleOptions } from '../../rules.js';
+import { DEFAULT_PLAN } from '../config/schema.js';
+import type { GatewayParts } from './gateway.js';
+
+export function createLimiterCache(parts: GatewayParts) {
+  const { config, logger, metrics } = parts;
+  const cache = new Map<string, Limiter>();
+  let lastDegradedLog = 0;
+  return {
+    /** The limiter of a route's rules per plan (see RouteSpec.rules). */
+    get(rulesByPlan: ReadonlyMap<string, readonly RuleOptions[]>): Limiter {
+      const signature = JSON.stringify([...rulesByPlan]);
+      let limiter = cache.get(signature);
+      if (limiter === undefined) {
+        const tiers = config.tiers;
+        limiter = createLimiter({
+          ...(tiers === undefined
+            ? { rules: rulesByPlan.get(DEFAULT_PLAN) ?? [] }
+            : { plans: Object.fromEntries(rulesByPlan), defaultPlan: tiers.default }),
+          store: parts.store.store,
+          prefix: config.prefix,
+          timeout: config.storeTimeoutMs,
+          onStoreError: config.onStoreError,
+        });
+        limiter.on('storeError', () => metrics.storeErrors.inc());
+        limiter.on('degraded', ({ reason, cause }) => {
+          const now = Date.now();
+          if (now - lastDegradedLog < 1000) return;
+          lastDegradedLog = now;
+          logger.warn('store_degraded', { reason, policy: config.onStoreError, error: cause });
+        });
+        limiter.on('recovered', () => logger.info('store_recovered', { store: parts.store.label }));
+        cache.set(signature, limiter);
+      }
+      return limiter;
+    },
+  };
+}

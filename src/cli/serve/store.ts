@@ -1,0 +1,106 @@
+/**
+ * The gateway's store: the in-memory store, or Redis / Redis Cluster through ioredis. Every store
+ * call is timed for the `floodgate_store_latency_seconds` histogram. A store outlives config
+ * reloads unless the reload points at another Redis, so counts survive a SIGHUP.
+ */
+import { memoryStore } from '../../stores/memory.js';
+import { redisStore } from '../../stores/redis.js';
+import type { Store } from '../../stores/types.js';
+import { connectRedis, type RedisConnection, type RedisTarget } from '../redis.js';
+import type { Logger } from './log.js';
+import type { GatewayMetrics } from './metrics.js';
+
+export interface StoreHandle {
+  readonly store: Store;
+  readonly target: RedisTarget | undefined;
+  /** 'memory', or the Redis target without credentials. */
+  readonly label: string;
+  /** Resolves when the store answers (Redis PING), rejects otherwise. */
+  ping(timeoutMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openStore(
+  target: RedisTarget | undefined,
+  logger: Logger,
+  metrics: GatewayMetrics,
+): Promise<StoreHandle> {
+  if (target === undefined) {
+    return {
+      store: timed(memoryStore(), metrics),
+      target,
+      label: 'memory',
+      ping: async () => {},
+      close: async () => {},
+    };
+  }
+  let lastLogged = 0;
+  const connection: RedisConnection = await connectRedis(target, {
+    persistent: true,
+    onError: (error) => {
+      // A Redis outage produces an error per reconnect attempt: log at most one a second.
+      const now = Date.now();
+      if (now - lastLogged < 1000) return;
+      lastLogged = now;
+      logger.warn('redis_error', { store: connection.label, error });
+    },
+  });
+  return {
+    store: timed(redisStore({ client: connection.client }), metrics),
+    target,
+    label: connection.label,
+    async ping(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          connection.client.ping(),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+          }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => connection.close(),
+  };
+}
+
+export function sameTarget(a: RedisTarget | undefined, b: RedisTarget | undefined): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** The same store, with the duration of each check and reset recorded; everything else passed through. */
+function timed(store: Store, metrics: GatewayMetrics): Store {
+  const observe = (operation: string, started: number) =>
+    metrics.storeLatency.observe((performance.now() - started) / 1000, { store: store.kind, operation });
+  return {
+    kind: store.kind,
+    ...(store.local !== undefined ? { local: store.local } : {}),
+    ...(store.clock !== undefined ? { clock: store.clock } : {}),
+    ...(store.shardOf !== undefined ? { shardOf: store.shardOf.bind(store) } : {}),
+    evaluate(head, rules, cost, consume, overrideSeen) {
+      const started = performance.now();
+      const operation = consume ? 'check' : 'peek';
+      const reply = store.evaluate(head, rules, cost, consume, overrideSeen);
+      // The memory store answers synchronously: keep it so (no promise where there was none).
+      if (!(reply instanceof Promise)) {
+        observe(operation, started);
+        return reply;
+      }
+      return reply.finally(() => observe(operation, started));
+    },
+    async reset(head, rules) {
+      const started = performance.now();
+      try {
+        await store.reset(head, rules);
+      } finally {
+        observe('reset', started);
+      }
+    },
+    settle: (...args) => store.settle(...args),
+    setOverride: (...args) => store.setOverride(...args),
+    clearOverride: (...args) => store.clearOverride(...args),
+    listOverrides: (...args) => store.listOverrides(...args),
+  };
+}

@@ -1,0 +1,243 @@
+/**
+ * The gateway's configuration: one validation pass, and every error names the field it
+ * rejects. In-process (pure functions), so every bad case gets its own assertion cheaply.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseRate } from '../../src/cli/args.js';
+import { loadConfig } from '../../src/cli/config/load.js';
+import { parseGatewayConfig, sha256Hex } from '../../src/cli/config/schema.js';
+
+function error(config: unknown): string {
+  try {
+    parseGatewayConfig(config);
+  } catch (caught) {
+    return (caught as Error).message;
+  }
+  throw new Error('expected the config to be rejected');
+}
+
+describe('gateway config', () => {
+  it('defaults to one plan of 60 per minute, sliding window, memory store, draft-6 headers', () => {
+    const config = parseGatewayConfig({});
+    expect([...config.plans]).toEqual([
+      ['default', [{ algorithm: 'sliding-window', limit: 60, window: 60_000 }]],
+    ]);
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      upstream: undefined,
+      redis: undefined,
+      prefix: 'floodgate',
+      storeTimeoutMs: 100,
+      onStoreError: 'open',
+      headers: 'draft-6',
+      apiKeyHeader: 'x-api-key',
+      tiers: undefined,
+      routes: [],
+      shutdownTimeoutMs: 10_000,
+    });
+  });
+
+  it('reads rule shorthands and full rule objects', () => {
+    const config = parseGatewayConfig({
+      rules: ['10/s', { name: 'hourly', limit: 5000, window: '1h', algorithm: 'gcra', burst: 50 }],
+    });
+    expect(config.plans.get('default')).toEqual([
+      { algorithm: 'sliding-window', limit: 10, window: 1000 },
+      { name: 'hourly', algorithm: 'gcra', limit: 5000, window: '1h', burst: 50 },
+    ]);
+    expect(parseRate('120/1m', 'x')).toEqual({ limit: 120, windowMs: 60_000 });
+    expect(parseRate('7 / 500ms', 'x')).toEqual({ limit: 7, windowMs: 500 });
+  });
+
+  it('builds per-route rule lists per plan: own rules first, then the plan’s, unless inherit is false', () => {
+    const config = parseGatewayConfig({
+      tiers: { header: 'X-Plan', default: 'free' },
+      plans: { free: ['2/1m'], pro: ['20/1m'] },
+      routes: [
+        { method: 'post', path: '/chat/*', cost: 5, limit: '100/1m', algorithm: 'token-bucket' },
+        { name: 'exports', path: '/exports/:id', plans: { pro: ['3/1h'] }, inherit: false, rules: ['1/1h'] },
+      ],
+      skip: ['/assets/*', 'GET,HEAD /status'],
+    });
+    const [chat, exportsRoute, assets, status] = config.routes;
+    expect(chat).toMatchObject({
+      name: 'post-chat',
+      methods: ['POST'],
+      path: '/chat/*',
+      cost: 5,
+      skip: false,
+    });
+    expect(chat?.rules.get('free')).toEqual([
+      { name: 'post-chat.token-bucket-100-per-1m', algorithm: 'token-bucket', limit: 100, window: 60_000 },
+      { algorithm: 'sliding-window', limit: 2, window: 60_000 },
+    ]);
+    expect(exportsRoute?.rules.get('free')).toEqual([
+      { name: 'exports.sliding-window-1-per-1h', algorithm: 'sliding-window', limit: 1, window: 3_600_000 },
+    ]);
+    expect(exportsRoute?.rules.get('pro')?.map((rule) => rule.name)).toEqual([
+      'exports.sliding-window-1-per-1h',
+      'exports.sliding-window-3-per-1h',
+    ]);
+    expect(assets).toMatchObject({
+      where: 'skip[0]',
+      path: '/assets/*',
+      skip: true,
+      methods: expect.arrayContaining(['GET', 'POST']),
+    });
+    expect(status).toMatchObject({ where: 'skip[1]', methods: ['GET', 'HEAD'], path: '/status', skip: true });
+    expect(config.tiers).toEqual({ header: 'x-plan', keys: undefined, default: 'free' });
+  });
+
+  it('keeps API keys of tiers only as SHA-256 digests, and accepts digests', () => {
+    const digest = sha256Hex('sk_live_enterprise');
+    const config = parseGatewayConfig({
+      tiers: {
+        header: 'x-api-key',
+        keys: { sk_live_pro: 'pro', [`sha256:${digest}`]: 'enterprise' },
+        default: 'free',
+      },
+      plans: { free: ['1/1m'], pro: ['10/1m'], enterprise: ['100/1m'] },
+    });
+    expect([...(config.tiers?.keys ?? [])]).toEqual([
+      [sha256Hex('sk_live_pro'), 'pro'],
+      [digest, 'enterprise'],
+    ]);
+    expect(JSON.stringify([...(config.tiers?.keys ?? [])])).not.toContain('sk_live');
+  });
+
+  it('names the bad field in every error', () => {
+    expect(error({ routes: [{ path: '/a' }, { path: '/b' }, { path: '/c', limit: '10/fortnight' }] })).toBe(
+      "routes[2].limit: '10/fortnight' is not a limit; write <count>/<window>, e.g. 120/1m, 10/s or 5000/1h",
+    );
+    expect(error({ routes: [{ path: '/c', limit: 0, window: '1m' }] })).toBe(
+      'routes[0].limit: 0 must be an integer from 1 to 9007199254740991',
+    );
+    expect(error({ rules: [{ limit: 5, window: '1m', burst: 9 }] })).toBe(
+      "rules[0].burst: 9 is not allowed: 'sliding-window' has no burst; only 'token-bucket' and 'gcra' take one",
+    );
+    expect(error({ rules: [{ limit: 5 }] })).toBe(
+      'rules[0].window: required with a numeric limit (or write limit: "5/1m")',
+    );
+    expect(error({ rules: ['5/1m'], colour: 'blue' })).toBe(
+      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, store, onStoreError, headers, trustProxy, apiKeyHeader, rules, tiers, plans, routes, skip, shutdownTimeout',
+    );
+    expect(error({ routes: [{ path: 'v1/users' }] })).toBe(
+      'routes[0].path: "v1/users" must start with / and have no spaces, e.g. /v1/users/:id or /assets/*',
+    );
+    expect(error({ routes: [{ path: '/x', method: 'FETCH' }] })).toBe(
+      "routes[0].method: \"FETCH\" is not one of 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', '*'",
+    );
+    expect(error({ routes: [{ path: '/x', skip: true, cost: 3 }] })).toBe(
+      'routes[0].cost: a skipped route takes no limits',
+    );
+    expect(error({ routes: [{ path: '/x', method: 'GET' }], skip: ['GET /x'] })).toBe(
+      'skip[0]: GET /x is also defined by routes[0]',
+    );
+    expect(error({ routes: [{ path: '/metrics' }] })).toBe(
+      'routes[0].path: /metrics is answered by the gateway itself',
+    );
+    expect(error({ routes: [{ path: '/x', cost: 1.5 }] })).toBe(
+      'routes[0].cost: 1.5 must be an integer from 1 to 9007199254740991',
+    );
+    expect(error({ onStoreError: 'sometimes' })).toBe(
+      "onStoreError: \"sometimes\" is not one of 'open', 'closed'",
+    );
+    expect(error({ headers: ['draft-6', 'draft-10'] })).toContain(
+      "headers: 'draft-6' and 'draft-10' both define RateLimit-Policy",
+    );
+    expect(error({ upstream: 'ftp://files' })).toBe(
+      'upstream: only http:// upstreams are supported, got ftp://',
+    );
+    expect(error({ store: { redis: 'redis://u:hunter2@host:99999' } })).toBe(
+      "store.redis: 'redis://u:***@host:99999' is not a valid Redis URL",
+    );
+    expect(error({ store: { timeout: '-1s' } })).toContain('store.timeout: "-1s" is not a duration');
+    expect(error({ plans: { free: ['1/1m'] } })).toContain('plans: plans need tiers');
+    expect(error({ tiers: { header: 'x-api-key', default: 'free' } })).toContain('tiers: tiers need plans');
+    expect(error({ tiers: { header: 'x-api-key', default: 'gold' }, plans: { free: ['1/1m'] } })).toBe(
+      'tiers.default: "gold" is not one of \'free\'',
+    );
+    expect(
+      error({
+        tiers: { header: 'x-api-key', default: 'free', keys: { sk_live_secret: 'gold' } },
+        plans: { free: ['1/1m'] },
+      }),
+    ).toBe('tiers.keys (entry 1): "gold" is not one of \'free\'');
+    expect(
+      error({
+        tiers: { header: 'x-plan', default: 'free' },
+        plans: { free: ['1/1m'] },
+        routes: [{ path: '/x', plans: { gold: ['1/1s'] } }],
+      }),
+    ).toBe('routes[0].plans.gold: unknown field; expected one of free');
+    expect(
+      error({
+        rules: [
+          { name: 'a', limit: '1/s' },
+          { name: 'a', limit: '2/s' },
+        ],
+      }),
+    ).toBe('rules: duplicate rule name "a"; give each rule a distinct name');
+    expect(
+      error({ tiers: { header: 'x-plan', default: 'free' }, plans: { free: ['1/1m'], 'pro.v2': ['9/1m'] } }),
+    ).toBe(
+      `plans["pro.v2"]: plan name must be 1-64 letters, digits, _ or - (starting with a letter or digit), not 'override'`,
+    );
+  });
+
+  it('never echoes an API key from tiers.keys in an error', () => {
+    const message = error({
+      tiers: { header: 'x-api-key', default: 'free', keys: { sk_live_do_not_print: 7 } },
+      plans: { free: ['1/1m'] },
+    });
+    expect(message).toBe("tiers.keys (entry 1): 7 is not one of 'free'");
+  });
+
+  it('names the flag, not the field, for values that came from flags', () => {
+    expect(() => parseGatewayConfig({ upstream: 'nope' }, { upstream: '--upstream' })).toThrow(
+      '--upstream: "nope" is not a URL; write e.g. http://127.0.0.1:3000',
+    );
+    expect(() => parseGatewayConfig({ port: 'eighty' }, { port: '--port' })).toThrow(
+      '--port: "eighty" must be an integer from 0 to 65535',
+    );
+  });
+});
+
+describe('config from flags and files', () => {
+  const flags = (values: Record<string, string | string[]>) => ({ values, positionals: [] });
+
+  it('folds flags over the file and REDIS_URL, naming the flag in errors', async () => {
+    const config = await loadConfig(
+      flags({
+        limit: ['10/s', '100/1m'],
+        algorithm: 'gcra',
+        burst: '20',
+        port: '0',
+        headers: 'draft-10,legacy',
+      }),
+      { REDIS_URL: 'redis://127.0.0.1:6390' },
+    );
+    expect(config.plans.get('default')).toEqual([
+      { algorithm: 'gcra', limit: 10, window: 1000, burst: 20 },
+      { algorithm: 'gcra', limit: 100, window: 60_000, burst: 20 },
+    ]);
+    expect(config).toMatchObject({
+      port: 0,
+      headers: ['draft-10', 'legacy'],
+      redis: { url: 'redis://127.0.0.1:6390' },
+    });
+    await expect(loadConfig(flags({ limit: ['5/1m'], algorithm: 'leaky-bucket' }), {})).rejects.toThrow(
+      '--limit[0].algorithm: "leaky-bucket" is not one of \'fixed-window\'',
+    );
+    await expect(loadConfig(flags({ algorithm: 'gcra' }), {})).rejects.toThrow(
+      '--algorithm goes with --limit',
+    );
+    await expect(loadConfig(flags({ 'on-store-error': 'maybe' }), {})).rejects.toThrow(
+      "--on-store-error: \"maybe\" is not one of 'open', 'closed'",
+    );
+    await expect(loadConfig(flags({ config: '/nonexistent/gateway.yaml' }), {})).rejects.toThrow(
+      '--config: cannot read /nonexistent/gateway.yaml: no such file',
+    );
+  });
+});
