@@ -11,6 +11,7 @@ const MAX_BATCH = 128;
 
 interface Pending {
   readonly script: Script;
+  readonly now: string;
   readonly keys: readonly string[];
   readonly args: readonly string[];
   resolve(reply: unknown): void;
@@ -18,21 +19,29 @@ interface Pending {
 }
 
 export interface Batcher {
-  /** Queues one check (its keys, and its arguments after the batch header); resolves with its reply. */
-  enqueue(head: string, script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /**
+   * Queues one check: its script, its `now` argument ('-1' for the server's clock), its keys and
+   * its arguments after the batch header. Resolves with its reply.
+   */
+  enqueue(
+    head: string,
+    script: Script,
+    now: string,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown>;
 }
 
 /**
  * @param run sends one call of a script (KEYS, ARGV) and resolves with its reply.
- * @param now the `now` argument for a batch: '-1' for the server's clock.
  * @param shardOf the cluster slot of a key head, when the store is partitioned.
  */
 export function createBatcher(
   run: (script: Script, keys: string[], args: string[]) => Promise<unknown>,
-  now: () => string,
   shardOf: ((head: string) => number) | undefined,
 ): Batcher {
-  // By shard and script: a batch runs one script, on one node.
+  // By shard, script and clock: a batch runs one script, on one node, at one time (the server's
+  // TIME, or one reading of an injected clock).
   const queues = new Map<string, Pending[]>();
   let scheduled = false;
 
@@ -47,12 +56,13 @@ export function createBatcher(
 
   function send(batch: Pending[]): void {
     const keys: string[] = [];
-    const args: string[] = ['b', String(batch.length), now()];
+    const first = batch[0] as Pending;
+    const args: string[] = ['b', String(batch.length), first.now];
     for (const pending of batch) {
       for (const key of pending.keys) keys.push(key);
       for (const arg of pending.args) args.push(arg);
     }
-    run((batch[0] as Pending).script, keys, args).then(
+    run(first.script, keys, args).then(
       (replies) => {
         if (!Array.isArray(replies) || replies.length !== batch.length) {
           const error = new Error(
@@ -72,15 +82,15 @@ export function createBatcher(
   }
 
   return {
-    enqueue(head, script, keys, args) {
+    enqueue(head, script, now, keys, args) {
       return new Promise((resolve, reject) => {
-        const id = shardOf === undefined ? script.sha : `${shardOf(head)}:${script.sha}`;
+        const id = `${shardOf === undefined ? '' : shardOf(head)}:${script.sha}:${now}`;
         let queue = queues.get(id);
         if (queue === undefined) {
           queue = [];
           queues.set(id, queue);
         }
-        queue.push({ script, keys, args, resolve, reject });
+        queue.push({ script, now, keys, args, resolve, reject });
         if (!scheduled) {
           scheduled = true;
           // After the current I/O callbacks and their promise continuations: every check they

@@ -93,13 +93,33 @@ export function redisStore(options: RedisStoreOptions): Store {
     throw new TypeError(`redisStore clock: expected a function, got ${describe(clock)}`);
   }
 
+  // Full sends of a script in flight, by SHA: after a restart or SCRIPT FLUSH, the calls that all
+  // met NOSCRIPT at once wait for one send instead of each sending the whole script.
+  const sending = new Map<string, Promise<unknown>>();
+
   async function runOnce(script: Script, keys: string[], args: string[]): Promise<unknown> {
     try {
       return await runner.evalSha(script.sha, keys, args);
     } catch (error) {
       if (!isNoScriptError(error)) throw error;
-      // NOSCRIPT means the script never ran: sending it in full cannot count a request twice.
-      return runner.eval(script.text, keys, args);
+    }
+    // NOSCRIPT means the script never ran: running it again cannot count a request twice.
+    const inFlight = sending.get(script.sha);
+    if (inFlight !== undefined) {
+      await inFlight.catch(() => undefined);
+      try {
+        return await runner.evalSha(script.sha, keys, args);
+      } catch (error) {
+        // Another cluster node may still lack it: send it in full below.
+        if (!isNoScriptError(error)) throw error;
+      }
+    }
+    const send = runner.eval(script.text, keys, args);
+    sending.set(script.sha, send);
+    try {
+      return await send;
+    } finally {
+      if (sending.get(script.sha) === send) sending.delete(script.sha);
     }
   }
 
@@ -117,7 +137,7 @@ export function redisStore(options: RedisStoreOptions): Store {
 
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
-  const batcher = createBatcher(run, now, shardOf);
+  const batcher = createBatcher(run, shardOf);
 
   return {
     kind: 'redis',
@@ -127,7 +147,13 @@ export function redisStore(options: RedisStoreOptions): Store {
       const described = describeRules(rules);
       const seen = overrideSeen ?? '*';
       const args = [consume ? 'c' : 'p', String(cost), seen, String(rules.length), ...described.args];
-      const reply = await batcher.enqueue(head, described.script, ruleKeys(head, described.suffixes), args);
+      const reply = await batcher.enqueue(
+        head,
+        described.script,
+        now(),
+        ruleKeys(head, described.suffixes),
+        args,
+      );
       if (Array.isArray(reply) && reply[0] === 'override' && reply.length === 2) {
         const value = String(reply[1]);
         return { overrideChanged: true, value: value === '' ? undefined : value };

@@ -117,7 +117,7 @@ describe('floodgate compare', () => {
     expect(flood['sliding-log']?.admitted).toBe(30 + 300);
     expect(flood['fixed-window']?.admitted).toBe(30 + 300);
 
-    // Every row of the summary says one script call per decision.
+    // Without --redis the summary states the bound: at most one script call per decision.
     for (const row of report.summary) expect(row.redisCallsPerDecision).toBe(1);
     expect(report.summary.find((row) => row.algorithm === 'sliding-log')).toMatchObject({
       maxInWindowRatio: 1,
@@ -134,7 +134,7 @@ describe('floodgate compare', () => {
     expect(result.stdout).toMatch(/fixed-window\s+20\s+0\s+20 \(2\.00×\)/);
     expect(result.stdout).toMatch(/sliding-log\s+10\s+10\s+10 \(1\.00×\)/);
     expect(result.stdout).toContain('n/a (use --redis)');
-    expect(result.stdout).toContain('1 (one EVALSHA, always)');
+    expect(result.stdout).toContain('≤ 1 (one EVALSHA, shared by checks issued together)');
     expect(result.stdout).toContain(`Chart written to ${svg}`);
     const content = await readFile(svg, 'utf8');
     expect(content.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
@@ -182,7 +182,9 @@ describe('floodgate compare', () => {
     expect(report.redis).toBe(redis.url);
     const boundary = rows(report, 'boundary');
     for (const row of Object.values(boundary)) {
-      expect(row.redis?.callsPerDecision, row.algorithm).toBe(1);
+      // At most one script call per decision; concurrent clients' checks share a batched call.
+      expect(row.redis?.callsPerDecision, row.algorithm).toBeGreaterThan(0);
+      expect(row.redis?.callsPerDecision, row.algorithm).toBeLessThanOrEqual(1);
       // The Lua twin decides exactly like the TypeScript specification.
       expect(row.redis?.mismatches, row.algorithm).toBe(0);
       expect(row.redis?.memoryPerKeyBytes, row.algorithm).toBeGreaterThan(0);
