@@ -111,7 +111,7 @@ export interface Limiter {
   peek(key: string, options?: CheckOptions): Promise<Decision>;
   /**
    * Settles an allowed `check` whose real cost is known only now: gives back `reserved − actual`
-   * or charges `actual − reserved` on every rule, atomically (see docs/tenants.md per algorithm).
+   * or charges `actual − reserved` on every rule, atomically (see the README, "Reserve, then settle", per algorithm).
    * A denied decision is a no-op; settling a decision twice, or one this limiter did not return
    * from `check`, throws. A store failure is reported as `storeError`, never thrown.
    */

@@ -236,7 +236,7 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     expect(reset.code).toBe(0);
     expect(reset.stdout).toContain('1 Redis key deleted');
     // The store forgot the key. (Gateways that denied it answer from their deny cache until the
-    // retry time they announced: see docs/cli.md.)
+    // retry time they announced: see the README.)
     expect(await rawCommand(redis.port, `EXISTS ${redisKey}`)).toBe(':0');
   });
 

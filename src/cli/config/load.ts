@@ -20,7 +20,7 @@ export const STORE_FLAGS = {
   prefix: { type: 'string' },
 } as const satisfies OptionSpec;
 
-export const STORE_FLAGS_HELP = `  -c, --config FILE         JSON or YAML config file (see docs/cli.md); flags override it
+export const STORE_FLAGS_HELP = `  -c, --config FILE         JSON or YAML config file (see the README); flags override it
   --limit RATE              a rule such as 120/1m, 10/s, 5000/1h; repeat for several (default 60/1m)
   --algorithm NAME          algorithm of the --limit rules: sliding-window (default), fixed-window,
                             sliding-log, token-bucket, gcra

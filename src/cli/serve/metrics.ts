@@ -136,7 +136,7 @@ function formatNumber(value: number): string {
   return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(12)));
 }
 
-/** The gateway's metrics. Names and labels are documented in docs/cli.md. */
+/** The gateway's metrics. Names and labels are documented in the README (the floodgate command, Metrics). */
 export function gatewayMetrics(registry: Registry = createRegistry()) {
   return {
     registry,
