@@ -178,7 +178,8 @@ export function createChecks(context: CheckContext): Checks {
     const cost = costOf(options);
     const keyHeadValue = head(key);
     const planned = plans.select(options?.plan);
-    let known = overrides.get(keyHeadValue);
+    // Most keys have no override: with none known, spare the lookup (and its string hash).
+    let known = overrides.size === 0 ? undefined : overrides.get(keyHeadValue);
     // Past its expiry as last reported: ask the store afresh (it answers "changed" if it still has one).
     if (known?.expiresAt !== undefined && known.expiresAt <= clock()) {
       overrides.delete(keyHeadValue);

@@ -7,7 +7,7 @@
 import type { ResolvedRule } from '../rules.js';
 import type { EvaluateReply, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
-import { TIMED_OUT, withDeadline } from './deadline.js';
+import { createDeadlines, TIMED_OUT } from './deadline.js';
 
 /** Why a decision was not made by the configured store: `false` when it was. */
 export type Degraded = false | 'timeout' | 'unavailable' | 'error';
@@ -93,6 +93,7 @@ export function createStoreCaller(
     }
     return breaker;
   }
+  const deadlines = createDeadlines(timeoutMs);
   let healthy = true;
 
   function failed(reason: Exclude<Degraded, false>, cause: unknown): void {
@@ -129,7 +130,7 @@ export function createStoreCaller(
     if (breaker !== undefined && !breaker.allow(clock())) return { ok: false, reason: 'unavailable' };
     let outcome: T | typeof TIMED_OUT;
     try {
-      outcome = await withDeadline(work(), timeoutMs);
+      outcome = await deadlines.within(work());
     } catch (error) {
       breaker?.fail(clock());
       failed('error', error);

@@ -146,7 +146,8 @@ export function redisStore(options: RedisStoreOptions): Store {
     async evaluate(head, rules, cost, consume, overrideSeen) {
       const described = describeRules(rules);
       const seen = overrideSeen ?? '*';
-      const args = [consume ? 'c' : 'p', String(cost), seen, String(rules.length), ...described.args];
+      const args = [consume ? 'c' : 'p', String(cost), seen, String(rules.length)];
+      for (const arg of described.args) args.push(arg);
       const reply = await batcher.enqueue(
         head,
         described.script,

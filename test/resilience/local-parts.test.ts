@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Decision } from '../../src/index.js';
 import { createCircuitBreaker } from '../../src/resilience/breaker.js';
-import { TIMED_OUT, withDeadline } from '../../src/resilience/deadline.js';
+import { createDeadlines, TIMED_OUT } from '../../src/resilience/deadline.js';
 import { createDenyCache } from '../../src/resilience/deny-cache.js';
 
 const denial = (retryAfterMs: number): Decision => {
@@ -85,9 +85,28 @@ describe('deadline', () => {
     const late = new Promise<number>((_, reject) => {
       rejectLate = reject;
     });
-    expect(await withDeadline(late, 10)).toBe(TIMED_OUT);
+    expect(await createDeadlines(10).within(late)).toBe(TIMED_OUT);
     rejectLate(new Error('late')); // must not become an unhandled rejection
-    expect(await withDeadline(Promise.resolve(7), 1000)).toBe(7);
-    await expect(withDeadline(Promise.reject(new Error('boom')), 1000)).rejects.toThrow('boom');
+    const deadlines = createDeadlines(1000);
+    expect(await deadlines.within(Promise.resolve(7))).toBe(7);
+    await expect(deadlines.within(Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+  });
+
+  it('one queue: each call times out on its own deadline, answered ones never do', async () => {
+    const deadlines = createDeadlines(40);
+    const never = new Promise<number>(() => {});
+    const started = performance.now();
+    const first = deadlines.within(never);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const answered = deadlines.within(Promise.resolve(1));
+    const second = deadlines.within(never);
+    expect(await answered).toBe(1);
+    expect(await first).toBe(TIMED_OUT);
+    const firstAt = performance.now() - started;
+    expect(await second).toBe(TIMED_OUT);
+    const secondAt = performance.now() - started;
+    // The second was set ~20 ms later, so it cannot expire before ~60 ms.
+    expect(firstAt).toBeGreaterThanOrEqual(39);
+    expect(secondAt).toBeGreaterThanOrEqual(59);
   });
 });
