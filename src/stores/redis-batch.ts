@@ -93,9 +93,10 @@ export function createBatcher(
         queue.push({ script, now, keys, args, resolve, reject });
         if (!scheduled) {
           scheduled = true;
-          // After the current I/O callbacks and their promise continuations: every check they
-          // issue joins this batch.
-          setImmediate(flush);
+          // After the current callback's promise continuations (nextTick runs once the microtask
+          // queue is drained), so every check they issue joins this batch, without waiting for
+          // another turn of the event loop.
+          process.nextTick(flush);
         }
       });
     },
