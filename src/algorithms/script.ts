@@ -7,9 +7,10 @@
  *   'b' a batch of checks and peeks, on one clock (one TIME call), all in one atomic call. On a
  *       cluster every key of a batch shares one slot. KEYS, per check: the key's override key,
  *       then each rule's keys in rule order. ARGV: 'b', check count, now (ms, or -1 for the
- *       server's TIME), then per check: 'c' (check) or 'p' (peek), cost, seen, rule count, then
- *       per rule: algorithm code, limit, windowMs, capacity, token (0). `seen` is the override
- *       the caller knows ('' for none, '*' to skip the comparison).
+ *       server's TIME), rule-set count, the rule sets ("code,limit,windowMs,capacity" per rule,
+ *       joined by ';'), then per check: "mode:cost:set" (mode 'c' check or 'p' peek, set the
+ *       rule set's number) and `seen`, the override the caller knows ('' for none, '*' to skip
+ *       the comparison). Two arguments per check, whatever its rules.
  *       Reply: one array per check. If the key's override is not `seen`: { 'override', current
  *       ('' for none) } and nothing is evaluated. Otherwise per rule allowed (0/1), remaining,
  *       resetMs, retryAfterMs (-1: never), resetAfterMs, token; then, when `seen` is an
@@ -122,9 +123,10 @@ if mode == 's' then
   return 1
 end
 
--- One check or peek of one user key. Its keys start at KEYS[k] (the override key), its rules'
--- arguments at ARGV[a]. Returns the reply and where the next check's keys and arguments start.
-local function checkOne(k, a, mode, cost, seen, ruleCount)
+-- One check or peek of one user key. Its keys start at KEYS[k] (the override key); 'rules' is its
+-- rule set, each rule { code, limit, windowMs, capacity }. Returns the reply and where the next
+-- check's keys start.
+local function checkOne(k, rules, mode, cost, seen)
   -- First: is the key's override still the one the caller decided with?
   local overrideRemaining = nil
   if seen ~= '*' then
@@ -135,18 +137,19 @@ local function checkOne(k, a, mode, cost, seen, ruleCount)
       if value then current, remaining = value, left end
     end
     if current ~= seen then
-      for i = 1, ruleCount do k = k + KEY_COUNTS[tonumber(ARGV[a + (i - 1) * 5])] end
-      return { 'override', current }, k + 1, a + ruleCount * 5
+      for i = 1, #rules do k = k + KEY_COUNTS[rules[i][1]] end
+      return { 'override', current }, k + 1
     end
     if seen ~= '' then overrideRemaining = remaining end
   end
   k = k + 1
   -- Evaluate every rule first; consume only if all of them allow the request.
   local reply, commits, allAllowed = {}, {}, true
-  for i = 1, ruleCount do
-    local code = tonumber(ARGV[a])
+  for i = 1, #rules do
+    local rule = rules[i]
+    local code = rule[1]
     local allowed, remaining, reset, retry, resetAfter, token, commit =
-      EVALUATORS[code](k, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), cost)
+      EVALUATORS[code](k, rule[2], rule[3], rule[4], cost)
     local n = #reply
     reply[n + 1] = allowed and 1 or 0
     reply[n + 2] = remaining
@@ -157,21 +160,30 @@ local function checkOne(k, a, mode, cost, seen, ruleCount)
     commits[i] = commit
     allAllowed = allAllowed and allowed
     k = k + KEY_COUNTS[code]
-    a = a + 5
   end
   if allAllowed and mode == 'c' then
     for i = 1, #commits do commits[i]() end
   end
   if overrideRemaining then reply[#reply + 1] = overrideRemaining end
-  return reply, k, a
+  return reply, k
 end
 
--- 'b': a batch of checks and peeks, on one clock, each with its own reply.
-local replies, k, a = {}, 1, 4
+-- 'b': a batch of checks and peeks, on one clock, each with its own reply. Rule sets come first,
+-- once each; a check names its set by number.
+local ruleSets, a = {}, 5
+for s = 1, tonumber(ARGV[4]) do
+  local set = {}
+  for code, limit, window, capacity in string.gmatch(ARGV[a], '(%d+),(%d+),(%d+),(%d+)') do
+    set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity) }
+  end
+  ruleSets[s] = set
+  a = a + 1
+end
+local replies, k = {}, 1
 for c = 1, tonumber(ARGV[2]) do
-  local reply
-  reply, k, a = checkOne(k, a + 4, ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3]))
-  replies[c] = reply
+  local mode, cost, set = string.match(ARGV[a], '^(%a):(%d+):(%d+)$')
+  replies[c], k = checkOne(k, ruleSets[tonumber(set)], mode, tonumber(cost), ARGV[a + 1])
+  a = a + 2
 end
 return replies
 `;

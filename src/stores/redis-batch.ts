@@ -13,23 +13,19 @@ interface Pending {
   readonly script: Script;
   readonly now: string;
   readonly keys: readonly string[];
-  readonly args: readonly string[];
+  /** The check's rules as the script reads them ("code,limit,windowMs,capacity;..."). */
+  readonly ruleSet: string;
+  /** 'c' (check) or 'p' (peek). */
+  readonly mode: string;
+  readonly cost: number;
+  readonly seen: string;
   resolve(reply: unknown): void;
   reject(error: unknown): void;
 }
 
 export interface Batcher {
-  /**
-   * Queues one check: its script, its `now` argument ('-1' for the server's clock), its keys and
-   * its arguments after the batch header. Resolves with its reply.
-   */
-  enqueue(
-    head: string,
-    script: Script,
-    now: string,
-    keys: readonly string[],
-    args: readonly string[],
-  ): Promise<unknown>;
+  /** Queues one check (see the 'b' mode in script.ts); resolves with its reply. */
+  enqueue(check: Omit<Pending, 'resolve' | 'reject'> & { readonly head: string }): Promise<unknown>;
 }
 
 /**
@@ -55,13 +51,23 @@ export function createBatcher(
   }
 
   function send(batch: Pending[]): void {
-    const keys: string[] = [];
     const first = batch[0] as Pending;
-    const args: string[] = ['b', String(batch.length), first.now];
+    const keys: string[] = [];
+    // Each distinct rule set once, then two arguments per check.
+    const setNumbers = new Map<string, number>();
+    const sets: string[] = [];
+    const checks: string[] = [];
     for (const pending of batch) {
       for (const key of pending.keys) keys.push(key);
-      for (const arg of pending.args) args.push(arg);
+      let number = setNumbers.get(pending.ruleSet);
+      if (number === undefined) {
+        sets.push(pending.ruleSet);
+        number = sets.length;
+        setNumbers.set(pending.ruleSet, number);
+      }
+      checks.push(`${pending.mode}:${pending.cost}:${number}`, pending.seen);
     }
+    const args = ['b', String(batch.length), first.now, String(sets.length), ...sets, ...checks];
     run(first.script, keys, args).then(
       (replies) => {
         if (!Array.isArray(replies) || replies.length !== batch.length) {
@@ -82,15 +88,15 @@ export function createBatcher(
   }
 
   return {
-    enqueue(head, script, now, keys, args) {
+    enqueue({ head, ...check }) {
       return new Promise((resolve, reject) => {
-        const id = `${shardOf === undefined ? '' : shardOf(head)}:${script.sha}:${now}`;
+        const id = `${shardOf === undefined ? '' : shardOf(head)}:${check.script.sha}:${check.now}`;
         let queue = queues.get(id);
         if (queue === undefined) {
           queue = [];
           queues.set(id, queue);
         }
-        queue.push({ script, now, keys, args, resolve, reject });
+        queue.push({ ...check, resolve, reject });
         if (!scheduled) {
           scheduled = true;
           // After the current callback's promise continuations (nextTick runs once the microtask

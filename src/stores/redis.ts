@@ -47,7 +47,7 @@ const TRYAGAIN_FIRST_DELAY_MS = 10;
 /** The static part of the script's arguments for one rule list, computed once per list. */
 const ruleArgsCache = new WeakMap<
   readonly ResolvedRule[],
-  { args: string[]; suffixes: string[][]; script: Script }
+  { args: string[]; suffixes: string[][]; script: Script; ruleSet: string }
 >();
 
 function ruleArgs(rule: ResolvedRule, token: number): string[] {
@@ -63,6 +63,9 @@ function describeRules(rules: readonly ResolvedRule[]) {
         rule.algorithm.keySuffixes.map((suffix: string) => rule.keyTail + suffix),
       ),
       script: scriptFor(rules.map((rule) => rule.algorithm.code)),
+      ruleSet: rules
+        .map((rule) => `${rule.algorithm.code},${rule.limit},${rule.windowMs},${rule.capacity}`)
+        .join(';'),
     };
     ruleArgsCache.set(rules, described);
   }
@@ -146,15 +149,16 @@ export function redisStore(options: RedisStoreOptions): Store {
     async evaluate(head, rules, cost, consume, overrideSeen) {
       const described = describeRules(rules);
       const seen = overrideSeen ?? '*';
-      const args = [consume ? 'c' : 'p', String(cost), seen, String(rules.length)];
-      for (const arg of described.args) args.push(arg);
-      const reply = await batcher.enqueue(
+      const reply = await batcher.enqueue({
         head,
-        described.script,
-        now(),
-        ruleKeys(head, described.suffixes),
-        args,
-      );
+        script: described.script,
+        now: now(),
+        keys: ruleKeys(head, described.suffixes),
+        ruleSet: described.ruleSet,
+        mode: consume ? 'c' : 'p',
+        cost,
+        seen,
+      });
       if (Array.isArray(reply) && reply[0] === 'override' && reply.length === 2) {
         const value = String(reply[1]);
         return { overrideChanged: true, value: value === '' ? undefined : value };
