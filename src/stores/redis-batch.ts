@@ -67,7 +67,9 @@ export function createBatcher(
       }
       checks.push(`${pending.mode}:${pending.cost}:${number}`, pending.seen);
     }
-    const args = ['b', String(batch.length), first.now, String(sets.length), ...sets, ...checks];
+    const args = ['b', String(batch.length), first.now, String(sets.length)];
+    for (const set of sets) args.push(set);
+    for (const check of checks) args.push(check);
     run(first.script, keys, args).then(
       (replies) => {
         if (!Array.isArray(replies) || replies.length !== batch.length) {
@@ -88,15 +90,26 @@ export function createBatcher(
   }
 
   return {
-    enqueue({ head, ...check }) {
+    enqueue(check) {
       return new Promise((resolve, reject) => {
-        const id = `${shardOf === undefined ? '' : shardOf(head)}:${check.script.sha}:${check.now}`;
+        const id = `${shardOf === undefined ? '' : shardOf(check.head)}:${check.script.sha}:${check.now}`;
         let queue = queues.get(id);
         if (queue === undefined) {
           queue = [];
           queues.set(id, queue);
         }
-        queue.push({ ...check, resolve, reject });
+        // Field by field: spreads are slow on this path.
+        queue.push({
+          script: check.script,
+          now: check.now,
+          keys: check.keys,
+          ruleSet: check.ruleSet,
+          mode: check.mode,
+          cost: check.cost,
+          seen: check.seen,
+          resolve,
+          reject,
+        });
         if (!scheduled) {
           scheduled = true;
           // After the current callback's promise continuations (nextTick runs once the microtask
