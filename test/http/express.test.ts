@@ -2,24 +2,18 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/express.js';
 import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-server.js';
 import type { App } from './support/apps.js';
 import { integerField, listField } from './support/client.js';
 import { runAdapterSuite } from './support/suite.js';
 
-let server: RedisServer;
 let client: Redis;
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-});
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
+useRedisServer((started) => {
+  client = started.client;
 });
 
 runAdapterSuite('express', { name: 'memory', store: () => memoryStore() });

@@ -1,22 +1,16 @@
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
 import { floodgate } from '../../src/http/fastify.js';
 import { createLimiter, memoryStore, type RuleOptions, redisStore } from '../../src/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-server.js';
 import { integerField, listField } from './support/client.js';
 import { runAdapterSuite } from './support/suite.js';
 
-let server: RedisServer;
 let client: Redis;
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-});
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
+useRedisServer((started) => {
+  client = started.client;
 });
 
 runAdapterSuite('fastify', { name: 'memory', store: () => memoryStore() });

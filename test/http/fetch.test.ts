@@ -1,20 +1,14 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { createFetchGuard } from '../../src/http/fetch.js';
 import { memoryStore, redisStore } from '../../src/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-server.js';
 import { integerField, listField, retryAfter } from './support/client.js';
 import { runAdapterSuite } from './support/suite.js';
 
-let server: RedisServer;
 let client: Redis;
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-});
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
+useRedisServer((started) => {
+  client = started.client;
 });
 
 runAdapterSuite('fetch', { name: 'memory', store: () => memoryStore() });

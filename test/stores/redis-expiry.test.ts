@@ -6,10 +6,10 @@
  */
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { type AlgorithmName, createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra'];
@@ -21,17 +21,9 @@ const KEYS_PER_RULE: Record<AlgorithmName, number> = {
   gcra: 1,
 };
 
-let server: RedisServer;
 let client: Redis;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-});
-
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
+useRedisServer((started) => {
+  client = started.client;
 });
 
 beforeEach(async () => {

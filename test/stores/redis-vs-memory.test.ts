@@ -12,25 +12,17 @@
  */
 
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { expect, it } from 'vitest';
 import { createLimiter, type Decision, memoryStore, redisStore } from '../../src/index.js';
 import { ALGORITHMS, ruleArb, ruleSetArb, type Scenario, scenarioArb } from '../algorithms/arbitraries.js';
 import { persistingIoRedisRunner } from '../support/persisting-runner.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
-let server: RedisServer;
 let client: Redis;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-});
-
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
+useRedisServer((started) => {
+  client = started.client;
 });
 
 /** Runs the script and PERSISTs its keys atomically, so Redis's real clock never expires them. */

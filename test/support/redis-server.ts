@@ -6,6 +6,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createConnection, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface RedisServer {
   readonly port: number;
@@ -122,4 +124,21 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * For one test file: starts a throwaway server and an ioredis client on it before the file's
+ * tests, hands both to `ready`, and stops them after the tests.
+ */
+export function useRedisServer(ready: (started: { server: RedisServer; client: Redis }) => void): void {
+  let started: { server: RedisServer; client: Redis } | undefined;
+  beforeAll(async () => {
+    const server = await startRedisServer();
+    started = { server, client: new Redis(server.port, '127.0.0.1') };
+    ready(started);
+  });
+  afterAll(async () => {
+    started?.client.disconnect();
+    await started?.server.stop();
+  });
 }

@@ -5,8 +5,8 @@
  * exact algorithms admit more than the limit in any window.
  */
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import {
   type AlgorithmName,
   createLimiter,
@@ -16,19 +16,11 @@ import {
   type RuleOptions,
   redisStore,
 } from '../../src/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-server.js';
 
-let server: RedisServer;
 let client: Redis;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-});
-
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
+useRedisServer((started) => {
+  client = started.client;
 });
 
 const BASE = 1_700_006_400_000;
