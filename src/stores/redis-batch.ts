@@ -7,7 +7,13 @@
 import type { Script } from '../algorithms/script.js';
 
 /** Checks per script call at most: long enough to amortise, short enough not to stall Redis. */
-const MAX_BATCH = 128;
+const MAX_BATCH = 64;
+/**
+ * From this many queued checks on, they go in at least two calls: while Redis runs one, Node
+ * encodes the next or decodes the last, instead of both waiting on one big call (measured at 64
+ * checks in flight: 1.6-1.9× the decisions/s of one call carrying all 64).
+ */
+const SPLIT_FROM = 8;
 
 interface Pending {
   readonly script: Script;
@@ -45,8 +51,9 @@ export function createBatcher(
     scheduled = false;
     for (const [id, queue] of queues) {
       queues.delete(id);
-      for (let start = 0; start < queue.length; start += MAX_BATCH)
-        send(queue.slice(start, start + MAX_BATCH));
+      const calls = queue.length < SPLIT_FROM ? 1 : Math.max(2, Math.ceil(queue.length / MAX_BATCH));
+      const size = Math.ceil(queue.length / calls);
+      for (let start = 0; start < queue.length; start += size) send(queue.slice(start, start + size));
     }
   }
 
