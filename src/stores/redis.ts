@@ -44,10 +44,10 @@ const REDIS_STORE_OPTIONS = ['client', 'clock'];
 const TRYAGAIN_RETRIES = 5;
 const TRYAGAIN_FIRST_DELAY_MS = 10;
 
-/** The static part of the script's arguments for one rule list, computed once per list. */
-const ruleArgsCache = new WeakMap<
+/** What the script needs to know of one rule list (keys, script, rule set), computed once per list. */
+const describedRules = new WeakMap<
   readonly ResolvedRule[],
-  { args: string[]; suffixes: string[][]; script: Script; ruleSet: string }
+  { suffixes: string[][]; script: Script; ruleSet: string }
 >();
 
 function ruleArgs(rule: ResolvedRule, token: number): string[] {
@@ -55,10 +55,9 @@ function ruleArgs(rule: ResolvedRule, token: number): string[] {
 }
 
 function describeRules(rules: readonly ResolvedRule[]) {
-  let described = ruleArgsCache.get(rules);
+  let described = describedRules.get(rules);
   if (described === undefined) {
     described = {
-      args: rules.flatMap((rule) => ruleArgs(rule, 0)),
       suffixes: rules.map((rule) =>
         rule.algorithm.keySuffixes.map((suffix: string) => rule.keyTail + suffix),
       ),
@@ -67,7 +66,7 @@ function describeRules(rules: readonly ResolvedRule[]) {
         .map((rule) => `${rule.algorithm.code},${rule.limit},${rule.windowMs},${rule.capacity}`)
         .join(';'),
     };
-    ruleArgsCache.set(rules, described);
+    describedRules.set(rules, described);
   }
   return described;
 }

@@ -40,13 +40,13 @@ export interface SpecCase {
 /** A time aligned to every window used below (a whole day since the epoch). */
 export const BASE_TIME = 1_700_006_400_000;
 
-const ok = (remaining: number, resetMs: number): Expected => ({
+export const ok = (remaining: number, resetMs: number): Expected => ({
   allowed: true,
   remaining,
   resetMs,
   retryAfterMs: 0,
 });
-const no = (remaining: number, resetMs: number, retryAfterMs: number): Expected => ({
+export const no = (remaining: number, resetMs: number, retryAfterMs: number): Expected => ({
   allowed: false,
   remaining,
   resetMs,

@@ -3,20 +3,8 @@
  * store. Windows are long (60 s) so that Redis, which expires keys on its real clock while these
  * cases move a fake one, never drops state between two steps.
  */
-import type { Expected, SpecCase, Step } from './spec-cases.js';
+import { no, ok, type SpecCase, type Step } from './spec-cases.js';
 
-const ok = (remaining: number, resetMs: number): Expected => ({
-  allowed: true,
-  remaining,
-  resetMs,
-  retryAfterMs: 0,
-});
-const no = (remaining: number, resetMs: number, retryAfterMs: number): Expected => ({
-  allowed: false,
-  remaining,
-  resetMs,
-  retryAfterMs,
-});
 const settle = (at: number, settles: number, actual: number): Step => ({ at, op: 'settle', settles, actual });
 
 const MINUTE = 60_000;
