@@ -6,7 +6,7 @@
  */
 import { type Decision, decide, RAW_FIELDS } from './decision.js';
 import { describe } from './duration.js';
-import { keyHead } from './keys.js';
+import { keyHead, MAX_ENCODED_KEY } from './keys.js';
 import type { CheckOptions } from './limiter.js';
 import { type KnownOverride, type OverrideCache, resolveOverride } from './overrides.js';
 import type { Plans } from './plans.js';
@@ -14,7 +14,7 @@ import type { DenyCache } from './resilience/deny-cache.js';
 import type { Degraded, StoreCaller } from './resilience/store-caller.js';
 import { positiveInteger, type ResolvedRule } from './rules.js';
 import type { Tickets } from './settle.js';
-import type { EvaluateReply, Store } from './stores/types.js';
+import type { Store } from './stores/types.js';
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T>)?.then === 'function';
@@ -51,6 +51,8 @@ const OVERRIDE_ATTEMPTS = 2;
 const NO_RULES: readonly ResolvedRule[] = Object.freeze([]);
 
 const CHECK_OPTIONS = new Set(['cost', 'plan']);
+/** Key heads remembered per limiter (see head()): ~2 MB at most for keys of up to 128 characters. */
+const HEAD_CACHE_KEYS = 16_384;
 
 /** Validates check options: a misspelt option would otherwise silently charge 1 or pick no plan. */
 function costOf(options: CheckOptions | undefined): number {
@@ -80,11 +82,24 @@ export function createChecks(context: CheckContext): Checks {
     invalidOverride,
   } = context;
 
+  // Heads of recently checked keys. The same head string object then reaches every map keyed by
+  // it (memory store, deny cache, overrides) with its hash already computed: a lookup under a
+  // freshly built head measured ~10x slower. Bounded by clearing when full; long keys (digested,
+  // and memory an attacker would choose) are not kept.
+  const heads = new Map<string, string>();
   function head(key: unknown): string {
     if (typeof key !== 'string' || key.length === 0) {
       throw new TypeError(`key: expected a non-empty string, got ${describe(key)}`);
     }
-    return keyHead(prefix, key);
+    let value = heads.get(key);
+    if (value === undefined) {
+      value = keyHead(prefix, key);
+      if (key.length <= MAX_ENCODED_KEY) {
+        if (heads.size >= HEAD_CACHE_KEYS) heads.clear();
+        heads.set(key, value);
+      }
+    }
+    return value;
   }
 
   /** Denials are cached per plan: one key may be checked under several. */
@@ -126,32 +141,17 @@ export function createChecks(context: CheckContext): Checks {
   ): Decision {
     const decision = decide(rules, raw, cost, degraded, plan);
     if (consume && decision.allowed) {
-      const tokens = rules.map((_, i) => raw[i * RAW_FIELDS + 5] as number);
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
-      tickets.issue(decision, { head: keyHeadValue, rules, reserved: cost, tokens, where, settled: false });
+      tickets.issue(decision, keyHeadValue, rules, cost, raw, where);
     }
     return decision;
   }
 
   /**
-   * An in-process store and no override known here: decided synchronously, without a promise
-   * of our own. Undefined when the store says the key has an override (nothing was evaluated).
+   * An in-process store and no override known here: decided synchronously when the store answers
+   * so, without a promise or closure of our own. If the store says the key has an override after
+   * all (nothing was evaluated), the general path takes over.
    */
-  function evaluateLocally(
-    keyHeadValue: string,
-    options: CheckOptions | undefined,
-    cost: number,
-    consume: boolean,
-  ): Decision | Promise<Decision | undefined> | undefined {
-    const planned = plans.select(options?.plan);
-    const raw = store.evaluate(keyHeadValue, planned.rules, cost, consume, '');
-    const finish = (values: EvaluateReply) =>
-      'overrideChanged' in values
-        ? undefined
-        : conclude(keyHeadValue, planned.rules, values, cost, false, planned.plan, consume);
-    return isPromise(raw) ? raw.then(finish) : finish(raw);
-  }
-
   function evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision> {
     if (store.local !== true) return evaluateThroughCaller(key, options, consume);
     try {
@@ -160,10 +160,17 @@ export function createChecks(context: CheckContext): Checks {
       if (overrides.size > 0 && overrides.get(keyHeadValue) !== undefined) {
         return evaluateThroughCaller(key, options, consume);
       }
-      const local = evaluateLocally(keyHeadValue, options, cost, consume);
-      if (local === undefined) return evaluateThroughCaller(key, options, consume);
-      if (!isPromise(local)) return Promise.resolve(local);
-      return local.then((decision) => decision ?? evaluateThroughCaller(key, options, consume));
+      const { rules, plan } = plans.select(options?.plan);
+      const raw = store.evaluate(keyHeadValue, rules, cost, consume, '');
+      if (isPromise(raw)) {
+        return raw.then((values) =>
+          'overrideChanged' in values
+            ? evaluateThroughCaller(key, options, consume)
+            : conclude(keyHeadValue, rules, values, cost, false, plan, consume),
+        );
+      }
+      if ('overrideChanged' in raw) return evaluateThroughCaller(key, options, consume);
+      return Promise.resolve(conclude(keyHeadValue, rules, raw, cost, false, plan, consume));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -21,7 +21,7 @@ import { createCircuitBreaker } from './resilience/breaker.js';
 import { createDenyCache, type DenyCache } from './resilience/deny-cache.js';
 import { createStoreCaller, type Degraded, type StoreErrorPolicy } from './resilience/store-caller.js';
 import { positiveInteger, type ResolvedRule, type RuleOptions } from './rules.js';
-import { actualCost, createTickets } from './settle.js';
+import { actualCost, createTickets, tokensOf } from './settle.js';
 import { memoryStore } from './stores/memory.js';
 import type { Store } from './stores/types.js';
 
@@ -238,8 +238,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if ((decision as Decision | null)?.allowed === false) return;
       const ticket = tickets.take(decision);
       if (ticket.where === undefined || units === ticket.reserved) return;
-      const { head: keyHeadValue, rules, reserved, tokens, where } = ticket;
-      const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokens);
+      const { head: keyHeadValue, rules, reserved, where } = ticket;
+      const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokensOf(ticket));
       // A refund can make room for a request a cached denial would turn away.
       if (applied && units < reserved) forgetDenials(keyHeadValue);
     },

@@ -19,8 +19,8 @@ export interface Lru<V> {
   /** Stores the value as most recently used; drops the least recently used past `maxSize`. */
   set(key: string, value: V): void;
   delete(key: string): void;
-  /** The least recently used entry, without touching it. */
-  oldest(): { key: string; value: V } | undefined;
+  /** The least recently used entry, without touching it (a live view: read it before changing the map). */
+  oldest(): { readonly key: string; readonly value: V } | undefined;
 }
 
 export function createLru<V>(maxSize: number): Lru<V> {
@@ -82,7 +82,7 @@ export function createLru<V>(maxSize: number): Lru<V> {
       if (node !== undefined) remove(node);
     },
     oldest() {
-      return oldest === undefined ? undefined : { key: oldest.key, value: oldest.value };
+      return oldest;
     },
   };
 }

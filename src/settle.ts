@@ -4,7 +4,7 @@
  * limiter remembers what settling needs per decision here, in a private field of the decision
  * object, so a decision stays plain data; a decision can be settled once.
  */
-import { attachTicket, type Decision, ticketOf } from './decision.js';
+import { attachTicket, type Decision, RAW_FIELDS, ticketOf } from './decision.js';
 import { describe } from './duration.js';
 import type { ResolvedRule } from './rules.js';
 
@@ -13,42 +13,61 @@ export interface Ticket {
   readonly head: string;
   readonly rules: readonly ResolvedRule[];
   readonly reserved: number;
-  /** The token each rule returned (see Evaluation.token). */
-  readonly tokens: readonly number[];
+  /** The store's numbers for the check: RAW_FIELDS per rule, the last of them its token (see Evaluation.token). */
+  readonly raw: ArrayLike<number>;
   /** Where the reservation was made; undefined when nothing was (a fail-open answer). */
   readonly where: 'store' | 'fallback' | undefined;
-  settled: boolean;
+}
+
+/** The token each rule of a ticket returned, in rule order. */
+export function tokensOf(ticket: Ticket): number[] {
+  return ticket.rules.map((_, i) => ticket.raw[i * RAW_FIELDS + 5] as number);
 }
 
 export interface Tickets {
-  issue(decision: Decision, ticket: Ticket): void;
+  issue(
+    decision: Decision,
+    head: string,
+    rules: readonly ResolvedRule[],
+    reserved: number,
+    raw: ArrayLike<number>,
+    where: Ticket['where'],
+  ): void;
   /** The decision's ticket, marked settled; throws if there is none or it was settled already. */
   take(decision: unknown): Ticket;
 }
 
-interface Stub {
+/** A ticket as it travels with its decision: marked with its owner, so another limiter's decision is refused. */
+interface Stub extends Ticket {
   readonly owner: Tickets;
-  readonly ticket: Ticket;
+  settled: boolean;
 }
 
 export function createTickets(): Tickets {
-  // The ticket travels with the decision object itself (see attachTicket), marked with its
-  // owner so that another limiter's decision is refused; it is forgotten with the decision.
+  // The ticket travels with the decision object itself (see attachTicket); one object per
+  // admitted check, forgotten with the decision.
   const tickets: Tickets = {
-    issue(decision, ticket) {
-      attachTicket(decision, { owner: tickets, ticket } satisfies Stub);
+    issue(decision, head, rules, reserved, raw, where) {
+      attachTicket(decision, {
+        owner: tickets,
+        head,
+        rules,
+        reserved,
+        raw,
+        where,
+        settled: false,
+      } satisfies Stub);
     },
     take(decision) {
       const stub = ticketOf(decision) as Stub | undefined;
-      const ticket = stub?.owner === tickets ? stub.ticket : undefined;
-      if (ticket === undefined) {
+      if (stub?.owner !== tickets) {
         throw new TypeError(
           'settle: this decision was not returned by check() of this limiter (pass the decision object itself, not a copy; peek() reserves nothing)',
         );
       }
-      if (ticket.settled) throw new Error('settle: this decision was settled already');
-      ticket.settled = true;
-      return ticket;
+      if (stub.settled) throw new Error('settle: this decision was settled already');
+      stub.settled = true;
+      return stub;
     },
   };
   return tickets;

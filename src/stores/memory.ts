@@ -14,7 +14,7 @@ import type { Store, StoredOverride } from './types.js';
 
 export interface MemoryStoreOptions {
   /**
-   * Most rule states kept (one per key per rule); past it the least recently used is dropped.
+   * Most rule states kept (one per key per rule); past it the least recently used key's states are dropped.
    * Default 100,000, roughly 20-40 MB for the O(1) algorithms.
    */
   maxKeys?: number;
@@ -22,10 +22,20 @@ export interface MemoryStoreOptions {
   clock?: () => number;
 }
 
-interface Entry {
+/**
+ * One rule's state under a key head. A key's slots are chained from the one the LRU holds, so a
+ * check finds all its rules' states with one lookup of the head (a string whose hash V8 has
+ * cached) instead of one lookup per rule under a freshly concatenated key (measured ~10x slower),
+ * and a one-rule key is one object.
+ */
+interface Slot {
+  readonly tail: string;
   // biome-ignore lint/suspicious/noExplicitAny: the state's type belongs to the rule's algorithm.
   state: any;
   expiresAt: number;
+  next: Slot | undefined;
+  /** Kept on a chain's first slot: no slot of the chain lives past this (an upper bound). */
+  chainExpiresAt: number;
 }
 
 interface OverrideEntry {
@@ -34,6 +44,13 @@ interface OverrideEntry {
   value: string;
   /** Store clock time it expires at, or undefined for none. */
   expiresAt: number | undefined;
+}
+
+/** `tail`'s slot in a chain, or undefined. Tails are the rules' own strings: usually `===` at once. */
+function slotOf(first: Slot | undefined, tail: string): Slot | undefined {
+  let slot = first;
+  while (slot !== undefined && slot.tail !== tail) slot = slot.next;
+  return slot;
 }
 
 const MEMORY_STORE_OPTIONS = ['maxKeys', 'clock'];
@@ -52,37 +69,80 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   const clock = options.clock ?? Date.now;
   if (typeof clock !== 'function')
     throw new TypeError(`memoryStore clock: expected a function, got ${describe(clock)}`);
-  const entries = createLru<Entry>(maxKeys);
+  // Slot chains by key head, least recently used first. Chains never outnumber states, so the
+  // LRU's own bound (maxKeys chains) never binds before the state count below does.
+  const chains = createLru<Slot>(maxKeys);
+  let stateCount = 0;
+  let reclaimedAt = Number.NaN;
   // By key head.
   const overrides = new Map<string, OverrideEntry>();
 
-  /** The live entry under `key` (marked as used), or undefined when absent or expired. */
-  function read(key: string, now: number): Entry | undefined {
-    const entry = entries.get(key);
-    return entry !== undefined && entry.expiresAt > now ? entry : undefined;
-  }
-
-  /** Stores a state, updating the entry in place when there is one (it is already most recent). */
-  function write(key: string, entry: Entry | undefined, state: unknown, expiresAt: number): void {
-    if (entry === undefined) {
-      entries.set(key, { state, expiresAt });
-    } else {
-      entry.state = state;
-      entry.expiresAt = expiresAt;
-    }
+  function dropChain(head: string, first: Slot): void {
+    chains.delete(head);
+    for (let slot: Slot | undefined = first; slot !== undefined; slot = slot.next) stateCount--;
   }
 
   /**
-   * Drops expired entries from the least recently used end, stopping at the first live one. Each
-   * entry is dropped once, so this is amortised O(1) per write, and idle state is reclaimed.
+   * Stores `state` in `slot` (or a new slot for `tail` at the end of `head`'s chain, creating the
+   * chain as needed). Returns the chain's first slot.
+   */
+  function write(
+    head: string,
+    first: Slot | undefined,
+    slot: Slot | undefined,
+    tail: string,
+    state: unknown,
+    expiresAt: number,
+  ): Slot {
+    if (slot !== undefined) {
+      slot.state = state;
+      slot.expiresAt = expiresAt;
+    } else {
+      const created: Slot = { tail, state, expiresAt, next: undefined, chainExpiresAt: expiresAt };
+      stateCount++;
+      if (first === undefined) {
+        chains.set(head, created);
+        return created;
+      }
+      let last = first;
+      while (last.next !== undefined) last = last.next;
+      last.next = created;
+    }
+    const chainStart = first ?? (slot as Slot);
+    if (expiresAt > chainStart.chainExpiresAt) chainStart.chainExpiresAt = expiresAt;
+    return chainStart;
+  }
+
+  function removeSlot(head: string, first: Slot, slot: Slot): void {
+    stateCount--;
+    if (slot === first) {
+      const rest = first.next;
+      if (rest === undefined) {
+        chains.delete(head);
+      } else {
+        rest.chainExpiresAt = first.chainExpiresAt;
+        chains.set(head, rest);
+      }
+      return;
+    }
+    let before = first;
+    while (before.next !== slot) before = before.next as Slot;
+    before.next = slot.next;
+  }
+
+  /**
+   * Drops expired chains from the least recently used end, stopping at the first live one (each
+   * chain is dropped once: amortised O(1) per write, and idle state is reclaimed), then the least
+   * recently used ones while more than maxKeys states are held.
    */
   function reclaim(now: number): void {
-    for (
-      let oldest = entries.oldest();
-      oldest !== undefined && oldest.value.expiresAt <= now;
-      oldest = entries.oldest()
-    ) {
-      entries.delete(oldest.key);
+    // Within one millisecond the oldest chain stays live (or was just dropped): skip the look,
+    // a random memory access per check, unless the bound is exceeded.
+    if (now === reclaimedAt && stateCount <= maxKeys) return;
+    reclaimedAt = now;
+    for (let oldest = chains.oldest(); oldest !== undefined; oldest = chains.oldest()) {
+      if (oldest.value.chainExpiresAt > now && stateCount <= maxKeys) break;
+      dropChain(oldest.key, oldest.value);
     }
   }
 
@@ -102,7 +162,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     local: true,
     clock,
     get size() {
-      return entries.size;
+      return stateCount;
     },
     evaluate(head, rules, cost, consume, overrideSeen) {
       const now = clock();
@@ -110,15 +170,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       if (overrideSeen !== undefined && (override?.value ?? '') !== overrideSeen) {
         return { overrideChanged: true, value: override?.value };
       }
-      const raw: number[] = new Array(rules.length * RAW_FIELDS);
-      const evaluations = new Array(rules.length);
-      const found: (Entry | undefined)[] = new Array(rules.length);
+      const first = chains.get(head);
+      const count = rules.length;
+      const raw: number[] = new Array(count * RAW_FIELDS);
+      const evaluations = new Array(count);
+      const slots: (Slot | undefined)[] = new Array(count);
       let allAllowed = true;
-      for (let i = 0; i < rules.length; i++) {
+      for (let i = 0; i < count; i++) {
         const rule = rules[i] as ResolvedRule;
-        const entry = read(head + rule.keyTail, now);
-        found[i] = entry;
-        const evaluation = rule.algorithm.evaluate(entry?.state, now, cost, rule);
+        const slot = slotOf(first, rule.keyTail);
+        slots[i] = slot;
+        const state = slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
+        const evaluation = rule.algorithm.evaluate(state, now, cost, rule);
         evaluations[i] = evaluation;
         allAllowed &&= evaluation.allowed;
         const at = i * RAW_FIELDS;
@@ -130,14 +193,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         raw[at + 5] = evaluation.token;
       }
       if (allAllowed && consume) {
-        for (let i = 0; i < rules.length; i++) {
+        let chain = first;
+        for (let i = 0; i < count; i++) {
           const evaluation = evaluations[i];
-          write(
-            head + (rules[i] as ResolvedRule).keyTail,
-            found[i],
-            evaluation.commit(),
-            now + evaluation.ttlMs,
-          );
+          const tail = (rules[i] as ResolvedRule).keyTail;
+          // A slot added by an earlier rule of this check (a plan listing one key tail twice).
+          const slot = chain === first ? slots[i] : slotOf(chain, tail);
+          chain = write(head, chain, slot, tail, evaluation.commit(), now + evaluation.ttlMs);
         }
         reclaim(now);
       }
@@ -148,17 +210,25 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       const now = clock();
       for (let i = 0; i < rules.length; i++) {
         const rule = rules[i] as ResolvedRule;
-        const key = head + rule.keyTail;
+        const first = chains.get(head);
+        const slot = slotOf(first, rule.keyTail);
+        const state = slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
         const settlement = { token: tokens[i] as number, reserved, actual };
-        const entry = read(key, now);
-        const result = rule.algorithm.settle(entry?.state, now, settlement, rule);
-        if (result === 'delete') entries.delete(key);
-        else if (result !== undefined) write(key, entry, result.state, now + result.ttlMs);
+        const result = rule.algorithm.settle(state, now, settlement, rule);
+        if (result === 'delete') {
+          if (slot !== undefined) removeSlot(head, first as Slot, slot);
+        } else if (result !== undefined) {
+          write(head, first, slot, rule.keyTail, result.state, now + result.ttlMs);
+        }
       }
       reclaim(now);
     },
     async reset(head, rules) {
-      for (const rule of rules) entries.delete(head + rule.keyTail);
+      for (const rule of rules) {
+        const first = chains.get(head);
+        const slot = slotOf(first, rule.keyTail);
+        if (slot !== undefined) removeSlot(head, first as Slot, slot);
+      }
     },
     async setOverride(prefix, key, value, ttlMs) {
       const expiresAt = ttlMs === undefined ? undefined : clock() + ttlMs;
