@@ -3,7 +3,10 @@
  * process (memoryStore). To benchmark a new store option (e.g. batching), add a contender here.
  */
 import type { AlgorithmName } from '../../src/index.js';
-import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
+import { floodgate } from '../support/floodgate.js';
+
+const { createLimiter, memoryStore, redisStore } = floodgate;
+
 import type { Contender, MemoryContender, Policy } from './types.js';
 
 export const FLOODGATE_ALGORITHMS: readonly AlgorithmName[] = [

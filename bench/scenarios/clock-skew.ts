@@ -9,10 +9,12 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { createLimiter, redisStore } from '../../src/index.js';
 import { type ArticleCheck, articleCommand } from '../peers/article.js';
 import type { BenchContext } from '../support/context.js';
+import { floodgate } from '../support/floodgate.js';
 import { connect } from '../support/redis.js';
+
+const { createLimiter, redisStore } = floodgate;
 
 export const SKEW_LIMIT = 100;
 export const SKEWS_MS = [-2000, 0, 2000] as const;

@@ -1,13 +1,21 @@
 /**
  * In-process limiters, no Redis: decisions per second of Floodgate's memoryStore (per algorithm)
  * against the peers' memory limiters, one check at a time (awaited, as a request handler would),
- * on the same two workloads as the Redis runs.
+ * on the same two workloads as the Redis runs. Each run has a fresh Node process to itself (see
+ * bench/support/memory-worker.ts), so no contender runs on code another one has de-optimised.
  */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { MEMORY_CONTENDERS } from '../peers/index.js';
 import type { MemoryContender } from '../peers/types.js';
-import { type BenchContext, userKeys } from '../support/context.js';
-import { type LoadResult, runLoad } from '../support/load.js';
-import { WORKLOADS, type Workload } from './decisions.js';
+import type { BenchContext } from '../support/context.js';
+import type { LoadResult } from '../support/load.js';
+import type { MemoryJob } from '../support/memory-worker.js';
+import type { Workload } from './decisions.js';
+
+const WORKER = fileURLToPath(new URL('../support/memory-worker.ts', import.meta.url));
+const run = promisify(execFile);
 
 export interface MemoryRun {
   contender: Pick<MemoryContender, 'name' | 'short' | 'role'>;
@@ -15,30 +23,30 @@ export interface MemoryRun {
   result: LoadResult;
 }
 
+async function runAlone(job: MemoryJob): Promise<LoadResult> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(job)], {
+    timeout: Math.ceil((job.seconds + job.warmupSeconds + 60) * 1000),
+  });
+  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as LoadResult;
+}
+
 export async function runMemoryStore(context: BenchContext): Promise<MemoryRun[]> {
   const { settings } = context;
-  const keys = userKeys(settings.manyKeys);
   const runs: MemoryRun[] = [];
   for (const workload of ['many', 'flood'] as const) {
-    for (const contender of MEMORY_CONTENDERS) {
-      const { check, close } = contender.create(WORKLOADS[workload].policy);
-      const operation =
-        workload === 'flood' ? () => check('hot') : (i: number) => check(keys[i % keys.length] as string);
-      try {
-        const result = await runLoad(operation, {
-          inFlight: 1,
-          seconds: settings.seconds,
-          warmupSeconds: settings.warmupSeconds,
-          latency: false,
-        });
-        context.log(
-          `memory ${workload.padEnd(5)} ${contender.name.padEnd(52)} ${Math.round(result.perSecond).toLocaleString('en-US').padStart(11)}/s  allowed ${((100 * result.allowed) / Math.max(1, result.ops)).toFixed(1)}%`,
-        );
-        const { name, short, role } = contender;
-        runs.push({ contender: { name, short, role }, workload, result });
-      } finally {
-        close?.();
-      }
+    for (const [index, contender] of MEMORY_CONTENDERS.entries()) {
+      const result = await runAlone({
+        contender: index,
+        workload,
+        keys: settings.manyKeys,
+        seconds: settings.seconds,
+        warmupSeconds: settings.warmupSeconds,
+      });
+      context.log(
+        `memory ${workload.padEnd(5)} ${contender.name.padEnd(52)} ${Math.round(result.perSecond).toLocaleString('en-US').padStart(11)}/s  allowed ${((100 * result.allowed) / Math.max(1, result.ops)).toFixed(1)}%`,
+      );
+      const { name, short, role } = contender;
+      runs.push({ contender: { name, short, role }, workload, result });
     }
   }
   return runs;

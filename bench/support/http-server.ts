@@ -13,7 +13,9 @@ import { relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import type { Limiter } from '../../src/index.js';
-import { createLimiter, redisStore } from '../../src/index.js';
+import { DIST_HTTP_ADAPTERS, floodgate } from './floodgate.js';
+
+const { createLimiter, redisStore } = floodgate;
 
 export const HTTP_VARIANTS = [
   'fastify',
@@ -29,8 +31,8 @@ const LIMIT = 1_000_000_000;
 const WINDOW_MS = 60_000;
 /** Same semantics as both peers (a fixed-window counter); override with BENCH_HTTP_ALGORITHM. */
 const ALGORITHM = (process.env.BENCH_HTTP_ALGORITHM ?? 'fixed-window') as 'fixed-window';
-/** Where the Floodgate adapters are; BENCH_HTTP_ADAPTERS overrides it (a directory of express.ts/fastify.ts). */
-const ADAPTERS = process.env.BENCH_HTTP_ADAPTERS ?? new URL('../../src/http/', import.meta.url).href;
+/** Where the Floodgate adapters are (the built ones); BENCH_HTTP_ADAPTERS overrides it (a directory of express/fastify .ts or .js). */
+const ADAPTERS = process.env.BENCH_HTTP_ADAPTERS ?? DIST_HTTP_ADAPTERS;
 
 class AdapterMissing extends Error {}
 

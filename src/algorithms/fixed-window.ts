@@ -12,8 +12,8 @@
 import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface FixedWindowState {
-  readonly start: number;
-  readonly count: number;
+  start: number;
+  count: number;
 }
 
 export const fixedWindow: Algorithm<FixedWindowState> = {
@@ -34,10 +34,16 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
       resetMs: count > 0 ? untilEnd : 0,
       retryAfterMs: allowed ? 0 : cost > limit ? NEVER : untilEnd,
       resetAfterMs: untilEnd,
-      commit: () => ({ start, count: count + cost }),
       ttlMs: untilEnd,
       token: start,
     };
+  },
+  commit(state, now, cost, { windowMs }) {
+    const start = now - (now % windowMs);
+    if (state === undefined) return { start, count: cost };
+    state.count = state.start === start ? state.count + cost : cost;
+    state.start = start;
+    return state;
   },
   settle(state, now, { token, reserved, actual }, { limit, windowMs }) {
     const delta = actual - reserved;

@@ -17,9 +17,9 @@ import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface GcraState {
   /** Whole milliseconds of the TAT. */
-  readonly tat: number;
+  tat: number;
   /** The TAT's fraction of a millisecond, in units of 1/limit ms (0 <= remainder < limit). */
-  readonly remainder: number;
+  remainder: number;
 }
 
 /**
@@ -58,10 +58,17 @@ export const gcra: Algorithm<GcraState> = {
       resetMs: Math.ceil(ahead / L),
       retryAfterMs: allowed ? 0 : cost > B ? NEVER : Math.ceil((next - full) / L),
       resetAfterMs,
-      commit: () => stateAt(now, next, L).state,
       ttlMs: resetAfterMs,
       token: 0,
     };
+  },
+  commit(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
+    const ahead = aheadAt(state, now, L, B * W) + cost * W;
+    const whole = Math.floor(ahead / L);
+    if (state === undefined) return { tat: now + whole, remainder: ahead - whole * L };
+    state.tat = now + whole;
+    state.remainder = ahead - whole * L;
+    return state;
   },
   settle(state, now, { reserved, actual }, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;

@@ -23,7 +23,7 @@ export interface SlidingLogState {
   /** Entry costs, parallel to `times`. */
   readonly costs: number[];
   /** Sum of `costs`. */
-  readonly sum: number;
+  sum: number;
 }
 
 /** Largest sliding-log limit: every admitted unit may be one stored entry. */
@@ -75,16 +75,20 @@ export const slidingLog: Algorithm<SlidingLogState> = {
       resetMs: newest === undefined ? 0 : newest + W - now,
       retryAfterMs,
       resetAfterMs: W,
-      commit() {
-        times.splice(0, first);
-        costs.splice(0, first);
-        times.push(now);
-        costs.push(cost);
-        return { times, costs, sum: sum + cost };
-      },
       ttlMs: W,
       token: now,
     };
+  },
+  commit(state, now, cost, { windowMs: W }) {
+    if (state === undefined) return { times: [now], costs: [cost], sum: cost };
+    const { times, costs } = state;
+    const first = firstLive(times, now, W);
+    state.sum += cost - sumOf(costs, 0, first);
+    times.splice(0, first);
+    costs.splice(0, first);
+    times.push(now);
+    costs.push(cost);
+    return state;
   },
   settle(state, now, { token, reserved, actual }, { limit: L, windowMs: W }) {
     const times = state?.times ?? [];

@@ -16,9 +16,9 @@
 import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface SlidingWindowState {
-  readonly start: number;
-  readonly current: number;
-  readonly previous: number;
+  start: number;
+  current: number;
+  previous: number;
 }
 
 export const slidingWindow: Algorithm<SlidingWindowState> = {
@@ -61,10 +61,21 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
       resetMs,
       retryAfterMs,
       resetAfterMs,
-      commit: () => ({ start, current: current + cost, previous }),
       ttlMs: resetAfterMs,
       token: start,
     };
+  },
+  commit(state, now, cost, { windowMs: W }) {
+    const start = now - (now % W);
+    if (state === undefined) return { start, current: cost, previous: 0 };
+    if (state.start === start) {
+      state.current += cost;
+    } else {
+      state.previous = state.start === start - W ? state.current : 0;
+      state.current = cost;
+      state.start = start;
+    }
+    return state;
   },
   settle(state, now, { token, reserved, actual }, { limit: L, windowMs: W }) {
     const delta = actual - reserved;

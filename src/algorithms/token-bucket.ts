@@ -15,8 +15,8 @@
 import { type Algorithm, adjust, NEVER } from './types.js';
 
 export interface TokenBucketState {
-  readonly tokens: number;
-  readonly at: number;
+  tokens: number;
+  at: number;
 }
 
 /** Scaled tokens in the bucket at `now`. */
@@ -46,10 +46,16 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
       resetMs: Math.ceil((full - tokens) / L),
       retryAfterMs: allowed ? 0 : cost > B ? NEVER : Math.ceil((need - tokens) / L),
       resetAfterMs,
-      commit: () => ({ tokens: tokens - need, at: now }),
       ttlMs: resetAfterMs,
       token: 0,
     };
+  },
+  commit(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
+    const tokens = tokensAt(state, now, L, B * W) - cost * W;
+    if (state === undefined) return { tokens, at: now };
+    state.tokens = tokens;
+    state.at = now;
+    return state;
   },
   settle(state, now, { reserved, actual }, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;

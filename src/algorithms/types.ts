@@ -23,18 +23,13 @@ export interface AlgorithmParams {
  * reset time if this request is consumed. `retryAfterMs` is 0 when allowed and -1 when the cost
  * can never pass (it exceeds the capacity).
  */
-export interface Evaluation<S> {
+export interface Evaluation {
   allowed: boolean;
   remaining: number;
   resetMs: number;
   retryAfterMs: number;
   resetAfterMs: number;
-  /**
-   * The state after consuming the request. Called only when every rule allows it and the
-   * request is consumed; it may reuse (and change) the state it was evaluated on.
-   */
-  commit(): S;
-  /** How long the committed state matters; past it, it is equivalent to no state at all. */
+  /** How long the committed state (see Algorithm.commit) matters; past it, it is equivalent to no state at all. */
   ttlMs: number;
   /**
    * What `settle` needs to find this request's units again: the window's start for the window
@@ -69,7 +64,14 @@ export interface Algorithm<S> {
   /** Largest `limit` this algorithm accepts (sliding-log stores one entry per request). */
   readonly maxLimit: number;
   /** The specification: a pure function of the stored state, the time and the cost. */
-  evaluate(state: S | undefined, now: number, cost: number, params: AlgorithmParams): Evaluation<S>;
+  evaluate(state: S | undefined, now: number, cost: number, params: AlgorithmParams): Evaluation;
+  /**
+   * The state after consuming `cost` at `now` from `state`, called only when `evaluate` of the
+   * same arguments allowed it (and every other rule did). It updates `state` in place when there
+   * is one: the memory store owns its states, and a check that allocates nothing is measurably
+   * faster (a closure per evaluation, as this once was, cost a third of the memory store's speed).
+   */
+  commit(state: S | undefined, now: number, cost: number, params: AlgorithmParams): S;
   /**
    * Applies `actual − reserved` to the state an admitted request left behind: a refund never
    * takes usage below zero, a charge never takes it past twice the capacity (one capacity of

@@ -1,9 +1,11 @@
 /**
  * The in-memory store: the algorithms' TypeScript specifications run directly on state kept in
  * this process. Bounded: at most `maxKeys` rule states, least recently used evicted first, and
- * expired states are reclaimed as new checks arrive (no timer per key). Overrides (few, set by
+ * states a second past their expiry are reclaimed as new checks arrive (no timer per key). Overrides (few, set by
  * operators) live in a map of their own, outside that bound.
  */
+
+import type { Evaluation } from '../algorithms/types.js';
 import { RAW_FIELDS } from '../decision.js';
 import { describe } from '../duration.js';
 import { keyHead } from '../keys.js';
@@ -54,6 +56,14 @@ function slotOf(first: Slot | undefined, tail: string): Slot | undefined {
 }
 
 const MEMORY_STORE_OPTIONS = ['maxKeys', 'clock'];
+
+/**
+ * How long an expired chain is kept before it is reclaimed. A bucket under its limit expires
+ * within milliseconds (its state is then as good as none), but a busy key is back soon after:
+ * dropping it at once made every check of a key a Map insert plus a delete (measured: half the
+ * checks/s of keeping it). Expired state is never read as live (see evaluate).
+ */
+const RECLAIM_AFTER_MS = 1_000;
 
 /**
  * Creates an in-memory store.
@@ -131,17 +141,19 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   }
 
   /**
-   * Drops expired chains from the least recently used end, stopping at the first live one (each
-   * chain is dropped once: amortised O(1) per write, and idle state is reclaimed), then the least
-   * recently used ones while more than maxKeys states are held.
+   * Drops chains that expired over RECLAIM_AFTER_MS ago from the least recently used end,
+   * stopping at the first other one (each chain is dropped once: amortised O(1) per write, and
+   * idle state is reclaimed), then the least recently used ones while more than maxKeys states
+   * are held.
    */
   function reclaim(now: number): void {
-    // Within one millisecond the oldest chain stays live (or was just dropped): skip the look,
-    // a random memory access per check, unless the bound is exceeded.
+    // Within one millisecond the oldest chain stays as it was (or was just dropped): skip the
+    // look, a random memory access per check, unless the bound is exceeded.
     if (now === reclaimedAt && stateCount <= maxKeys) return;
     reclaimedAt = now;
+    const expiredBy = now - RECLAIM_AFTER_MS;
     for (let oldest = chains.oldest(); oldest !== undefined; oldest = chains.oldest()) {
-      if (oldest.value.chainExpiresAt > now && stateCount <= maxKeys) break;
+      if (oldest.value.chainExpiresAt > expiredBy && stateCount <= maxKeys) break;
       dropChain(oldest.key, oldest.value);
     }
   }
@@ -173,7 +185,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       const first = chains.get(head);
       const count = rules.length;
       const raw: number[] = new Array(count * RAW_FIELDS);
-      const evaluations = new Array(count);
+      const evaluations: Evaluation[] = new Array(count);
       const slots: (Slot | undefined)[] = new Array(count);
       let allAllowed = true;
       for (let i = 0; i < count; i++) {
@@ -195,11 +207,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       if (allAllowed && consume) {
         let chain = first;
         for (let i = 0; i < count; i++) {
-          const evaluation = evaluations[i];
-          const tail = (rules[i] as ResolvedRule).keyTail;
-          // A slot added by an earlier rule of this check (a plan listing one key tail twice).
-          const slot = chain === first ? slots[i] : slotOf(chain, tail);
-          chain = write(head, chain, slot, tail, evaluation.commit(), now + evaluation.ttlMs);
+          const rule = rules[i] as ResolvedRule;
+          // A chain created by an earlier rule of this check: look this rule's slot up in it.
+          const slot = chain === first ? slots[i] : slotOf(chain, rule.keyTail);
+          const state = slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
+          const next = rule.algorithm.commit(state, now, cost, rule);
+          chain = write(head, chain, slot, rule.keyTail, next, now + (evaluations[i] as Evaluation).ttlMs);
         }
         reclaim(now);
       }

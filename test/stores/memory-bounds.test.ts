@@ -72,8 +72,12 @@ describe('memoryStore({ maxKeys })', () => {
     });
     for (let i = 0; i < 1_000; i++) await limiter.check(`old-${i}`);
     expect(store.size).toBe(1_000);
-    // A token bucket refills one token in 200 ms: by then every old state is as good as none.
-    clock.now += 200;
+    // A token bucket refills one token in 200 ms: by then every old state is as good as none,
+    // and a second later (the reclaim delay) it is dropped.
+    clock.now += 200 + 999;
+    await limiter.check('new-0');
+    expect(store.size).toBe(1_001);
+    clock.now += 1;
     await limiter.check('new-0');
     expect(store.size).toBe(1);
     // Denials and peeks write nothing, so they reclaim nothing either: no work on the hot path.
@@ -92,8 +96,9 @@ describe('memoryStore({ maxKeys })', () => {
       clock.now = START + i;
       await limiter.check(`old-${i}`);
     }
-    // Those written at +0 .. +500 ms have expired at +1500 ms; 499 remain, plus the new one.
-    clock.now = START + 1500;
+    // Those written at +0 .. +500 ms have expired at +1500 ms, and a second later they are
+    // dropped; 499 remain, plus the new one.
+    clock.now = START + 2500;
     await limiter.check('new');
     expect(store.size).toBe(500);
   });
