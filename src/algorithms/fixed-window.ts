@@ -54,10 +54,9 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
   },
   lua: `
 EVALUATORS[1] = function(k, L, W, B, cost)
-  local key = KEYS[k]
   local start = now - now % W
   local count = 0
-  local stored = redis.call('GET', key)
+  local stored = get(k)
   if stored then
     local s, c = string.match(stored, '^(%d+):(%d+)$')
     if tonumber(s) == start then count = tonumber(c) end
@@ -69,22 +68,21 @@ EVALUATORS[1] = function(k, L, W, B, cost)
   local reset = 0
   if count > 0 then reset = untilEnd end
   return allowed, math.max(0, L - count), reset, retry, untilEnd, start, function()
-    redis.call('SET', key, fmt(start) .. ':' .. fmt(count + cost), 'PX', untilEnd)
+    put(k, fmt(start) .. ':' .. fmt(count + cost), untilEnd)
   end
 end
 
 SETTLERS[1] = function(k, L, W, B, token, reserved, delta)
-  local key = KEYS[k]
   local start = now - now % W
   -- A refund for a window that is over gives nothing back: its units were counted there.
   if token ~= start and delta < 0 then return end
   local count = 0
-  local stored = redis.call('GET', key)
+  local stored = get(k)
   if stored then
     local s, c = string.match(stored, '^(%d+):(%d+)$')
     if tonumber(s) == start then count = tonumber(c) end
   end
   count = adjust(count, delta, 2 * L)
-  redis.call('SET', key, fmt(start) .. ':' .. fmt(count), 'PX', start + W - now)
+  put(k, fmt(start) .. ':' .. fmt(count), start + W - now)
 end`,
 };

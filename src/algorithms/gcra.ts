@@ -77,8 +77,8 @@ export const gcra: Algorithm<GcraState> = {
   },
   lua: `
 -- How far the TAT is ahead of now, in units of 1/L ms, at most two full buckets (see aheadAt).
-local function gcraAhead(key, L, full)
-  local stored = redis.call('GET', key)
+local function gcraAhead(k, L, full)
+  local stored = get(k)
   if not stored then return 0 end
   local tat, rem = string.match(stored, '^(%d+):?(%d*)$')
   tat = tonumber(tat)
@@ -89,19 +89,18 @@ local function gcraAhead(key, L, full)
 end
 
 -- Stores the TAT that is ahead units after now, for as long as it matters.
-local function gcraStore(key, L, ahead)
+local function gcraStore(k, L, ahead)
   local whole = math.floor(ahead / L)
   local value = fmt(now + whole)
   local rem = ahead - whole * L
   if rem > 0 then value = value .. ':' .. fmt(rem) end
-  redis.call('SET', key, value, 'PX', math.ceil(ahead / L))
+  put(k, value, math.ceil(ahead / L))
 end
 
 EVALUATORS[4] = function(k, L, W, B, cost)
-  local key = KEYS[k]
   local full = B * W
   local need = cost * W
-  local ahead = gcraAhead(key, L, full)
+  local ahead = gcraAhead(k, L, full)
   local allowed = ahead + need <= full
   local nextAhead = ahead + need
   local retry = 0
@@ -109,14 +108,13 @@ EVALUATORS[4] = function(k, L, W, B, cost)
     if cost > B then retry = NEVER else retry = math.ceil((nextAhead - full) / L) end
   end
   return allowed, math.max(0, math.floor((full - ahead) / W)), math.ceil(ahead / L), retry, math.ceil(nextAhead / L), 0, function()
-    gcraStore(key, L, nextAhead)
+    gcraStore(k, L, nextAhead)
   end
 end
 
 SETTLERS[4] = function(k, L, W, B, token, reserved, delta)
-  local key = KEYS[k]
   local full = B * W
-  local ahead = adjust(gcraAhead(key, L, full), delta * W, 2 * full)
-  if ahead == 0 then redis.call('DEL', key) else gcraStore(key, L, ahead) end
+  local ahead = adjust(gcraAhead(k, L, full), delta * W, 2 * full)
+  if ahead == 0 then del(k) else gcraStore(k, L, ahead) end
 end`,
 };

@@ -125,9 +125,11 @@ local function logEntryCost(member)
   return 1
 end
 
--- The log's stored sum (expired entries included) and next sequence number.
-local function logMeta(log, metaKey)
-  local meta = redis.call('GET', metaKey)
+-- The log's stored sum (expired entries included) and next sequence number. The log is at
+-- KEYS[k], its "sum:seq" string at KEYS[k + 1].
+local function logMeta(k)
+  local log = KEYS[k]
+  local meta = get(k + 1)
   if meta and redis.call('EXISTS', log) == 1 then
     local s, q = string.match(meta, '^(%d+):(%d+)$')
     return tonumber(s), tonumber(q)
@@ -148,9 +150,9 @@ local function logMember(seq, cost)
 end
 
 EVALUATORS[5] = function(k, L, W, B, cost)
-  local log, metaKey = KEYS[k], KEYS[k + 1]
+  local log = KEYS[k]
   local cutoff = fmt(now - W)
-  local sum, seq = logMeta(log, metaKey)
+  local sum, seq = logMeta(k)
   local expired = redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)
   for _, member in ipairs(expired) do sum = sum - logEntryCost(member) end
   local allowed = sum + cost <= L
@@ -174,14 +176,14 @@ EVALUATORS[5] = function(k, L, W, B, cost)
     if #expired > 0 then redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff) end
     redis.call('ZADD', log, fmt(now), logMember(seq, cost))
     redis.call('PEXPIRE', log, W)
-    redis.call('SET', metaKey, fmt(sum + cost) .. ':' .. fmt(seq + 1), 'PX', W)
+    put(k + 1, fmt(sum + cost) .. ':' .. fmt(seq + 1), W)
   end
 end
 
 SETTLERS[5] = function(k, L, W, B, token, reserved, delta)
-  local log, metaKey = KEYS[k], KEYS[k + 1]
+  local log = KEYS[k]
   local cutoff = fmt(now - W)
-  local sum, seq = logMeta(log, metaKey)
+  local sum, seq = logMeta(k)
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)) do
     sum = sum - logEntryCost(member)
   end
@@ -204,10 +206,10 @@ SETTLERS[5] = function(k, L, W, B, token, reserved, delta)
     sum = nextSum
   end
   if redis.call('EXISTS', log) == 0 then
-    redis.call('DEL', metaKey)
+    del(k + 1)
   else
     redis.call('PEXPIRE', log, W)
-    redis.call('SET', metaKey, fmt(sum) .. ':' .. fmt(seq), 'PX', W)
+    put(k + 1, fmt(sum) .. ':' .. fmt(seq), W)
   end
 end`,
 };

@@ -88,10 +88,10 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
   },
   lua: `
 -- The current window's start and the counts of it and of the previous window, as of now.
-local function windowsAt(key, W)
+local function windowsAt(k, W)
   local start = now - now % W
   local current, previous = 0, 0
-  local stored = redis.call('GET', key)
+  local stored = get(k)
   if stored then
     local s, c, p = string.match(stored, '^(%d+):(%d+):(%d+)$')
     s = tonumber(s)
@@ -105,8 +105,7 @@ local function windowsAt(key, W)
 end
 
 EVALUATORS[2] = function(k, L, W, B, cost)
-  local key = KEYS[k]
-  local start, current, previous = windowsAt(key, W)
+  local start, current, previous = windowsAt(k, W)
   local elapsed = now - start
   local used = current * W + previous * (W - elapsed)
   local allowed = used + cost * W <= L * W
@@ -130,13 +129,12 @@ EVALUATORS[2] = function(k, L, W, B, cost)
   end
   local resetAfter = start + 2 * W - now
   return allowed, math.max(0, math.floor((L * W - used) / W)), reset, retry, resetAfter, start, function()
-    redis.call('SET', key, fmt(start) .. ':' .. fmt(current + cost) .. ':' .. fmt(previous), 'PX', resetAfter)
+    put(k, fmt(start) .. ':' .. fmt(current + cost) .. ':' .. fmt(previous), resetAfter)
   end
 end
 
 SETTLERS[2] = function(k, L, W, B, token, reserved, delta)
-  local key = KEYS[k]
-  local start, current, previous = windowsAt(key, W)
+  local start, current, previous = windowsAt(k, W)
   if token == start - W then
     previous = adjust(previous, delta, 2 * L)
   elseif token == start or delta > 0 then
@@ -144,7 +142,7 @@ SETTLERS[2] = function(k, L, W, B, token, reserved, delta)
   else
     return
   end
-  redis.call('SET', key, fmt(start) .. ':' .. fmt(current) .. ':' .. fmt(previous), 'PX', start + 2 * W - now)
+  put(k, fmt(start) .. ':' .. fmt(current) .. ':' .. fmt(previous), start + 2 * W - now)
 end`,
 };
 

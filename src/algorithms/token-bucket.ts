@@ -66,8 +66,8 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   },
   lua: `
 -- Scaled tokens in the bucket now (negative in debt).
-local function tokensAt(key, L, full)
-  local stored = redis.call('GET', key)
+local function tokensAt(k, L, full)
+  local stored = get(k)
   if not stored then return full end
   local t, at = string.match(stored, '^(-?%d+):(%d+)$')
   t, at = tonumber(t), tonumber(at)
@@ -77,10 +77,9 @@ local function tokensAt(key, L, full)
 end
 
 EVALUATORS[3] = function(k, L, W, B, cost)
-  local key = KEYS[k]
   local full = B * W
   local need = cost * W
-  local tokens = tokensAt(key, L, full)
+  local tokens = tokensAt(k, L, full)
   local allowed = tokens >= need
   local retry = 0
   if not allowed then
@@ -88,18 +87,17 @@ EVALUATORS[3] = function(k, L, W, B, cost)
   end
   local resetAfter = math.ceil((full - tokens + need) / L)
   return allowed, math.max(0, math.floor(tokens / W)), math.ceil((full - tokens) / L), retry, resetAfter, 0, function()
-    redis.call('SET', key, fmt(tokens - need) .. ':' .. fmt(now), 'PX', resetAfter)
+    put(k, fmt(tokens - need) .. ':' .. fmt(now), resetAfter)
   end
 end
 
 SETTLERS[3] = function(k, L, W, B, token, reserved, delta)
-  local key = KEYS[k]
   local full = B * W
-  local missing = adjust(full - tokensAt(key, L, full), delta * W, 2 * full)
+  local missing = adjust(full - tokensAt(k, L, full), delta * W, 2 * full)
   if missing == 0 then
-    redis.call('DEL', key)
+    del(k)
   else
-    redis.call('SET', key, fmt(full - missing) .. ':' .. fmt(now), 'PX', math.ceil(missing / L))
+    put(k, fmt(full - missing) .. ':' .. fmt(now), math.ceil(missing / L))
   end
 end`,
 };

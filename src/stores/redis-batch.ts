@@ -29,6 +29,35 @@ interface Pending {
   reject(error: unknown): void;
 }
 
+/**
+ * Splits a batch's flat reply (see the 'b' mode in script.ts) into one reply per check: its
+ * numbers, or `['override', current]`. Returns an error, having resolved nothing, when the reply
+ * does not have exactly the batch's shape.
+ */
+function deliver(batch: readonly Pending[], reply: unknown): Error | undefined {
+  const replies: unknown[] = new Array(batch.length);
+  let at = 0;
+  if (Array.isArray(reply)) {
+    for (let i = 0; i < batch.length && at < reply.length; i++) {
+      const count = reply[at];
+      if (count === -1 && at + 1 < reply.length) {
+        replies[i] = ['override', reply[at + 1]];
+        at += 2;
+      } else if (Number.isSafeInteger(count) && count >= 0 && at + count < reply.length) {
+        replies[i] = reply.slice(at + 1, at + 1 + count);
+        at += 1 + count;
+      } else {
+        break;
+      }
+    }
+  }
+  if (!Array.isArray(reply) || at !== reply.length || replies[batch.length - 1] === undefined) {
+    return new Error(`floodgate: unexpected reply from the Redis script for ${batch.length} checks`);
+  }
+  for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(replies[i]);
+  return undefined;
+}
+
 export interface Batcher {
   /** Queues one check (see the 'b' mode in script.ts); resolves with its reply. */
   enqueue(check: Omit<Pending, 'resolve' | 'reject'> & { readonly head: string }): Promise<unknown>;
@@ -60,7 +89,7 @@ export function createBatcher(
   function send(batch: Pending[]): void {
     const first = batch[0] as Pending;
     const keys: string[] = [];
-    // Each distinct rule set once, then two arguments per check.
+    // Each distinct rule set once, then one argument per check.
     const setNumbers = new Map<string, number>();
     const sets: string[] = [];
     const checks: string[] = [];
@@ -72,23 +101,15 @@ export function createBatcher(
         number = sets.length;
         setNumbers.set(pending.ruleSet, number);
       }
-      checks.push(`${pending.mode}:${pending.cost}:${number}`, pending.seen);
+      checks.push(`${pending.mode}:${pending.cost}:${number}:${pending.seen}`);
     }
     const args = ['b', String(batch.length), first.now, String(sets.length)];
     for (const set of sets) args.push(set);
     for (const check of checks) args.push(check);
     run(first.script, keys, args).then(
-      (replies) => {
-        if (!Array.isArray(replies) || replies.length !== batch.length) {
-          const error = new Error(
-            `floodgate: unexpected reply from the Redis script for ${batch.length} checks`,
-          );
-          for (const pending of batch) pending.reject(error);
-          return;
-        }
-        batch.forEach((pending, i) => {
-          pending.resolve(replies[i]);
-        });
+      (reply) => {
+        const error = deliver(batch, reply);
+        if (error !== undefined) for (const pending of batch) pending.reject(error);
       },
       (error: unknown) => {
         for (const pending of batch) pending.reject(error);
