@@ -50,7 +50,12 @@ export interface StoreCaller {
   ): Promise<boolean>;
 }
 
-type Attempt<T> = { ok: true; value: T } | { ok: false; reason: Exclude<Degraded, false> };
+type Failure = { ok: false; reason: Exclude<Degraded, false> };
+type Attempt<T> = { ok: true; value: T } | Failure;
+
+const UNAVAILABLE: Failure = { ok: false, reason: 'unavailable' };
+const TIMED_OUT_ATTEMPT: Failure = { ok: false, reason: 'timeout' };
+const FAILED_ATTEMPT: Failure = { ok: false, reason: 'error' };
 
 export class StoreTimeoutError extends Error {
   constructor(ms: number) {
@@ -124,38 +129,50 @@ export function createStoreCaller(
     return { raw, degraded: reason };
   }
 
-  /** Runs one store call within the deadline, unless the circuit is open; never throws. */
-  async function attempt<T>(head: string, work: () => Promise<T>): Promise<Attempt<T>> {
+  /**
+   * Runs one store call within the deadline, unless the circuit is open; never rejects. A chain
+   * of callbacks rather than nested async functions: this runs once per check, and each async
+   * layer costs a promise (measured: a quarter of the client's CPU per check on Redis).
+   */
+  function attempt<T>(head: string, work: () => T | Promise<T>): Promise<Attempt<T>> {
     const breaker = breakerFor(head);
-    if (breaker !== undefined && !breaker.allow(clock())) return { ok: false, reason: 'unavailable' };
-    let outcome: T | typeof TIMED_OUT;
+    if (breaker !== undefined && !breaker.allow(clock())) return Promise.resolve(UNAVAILABLE);
+    let pending: Promise<T>;
     try {
-      outcome = await deadlines.within(work());
+      const value = work();
+      pending = value instanceof Promise ? value : Promise.resolve(value);
     } catch (error) {
-      breaker?.fail(clock());
-      failed('error', error);
-      return { ok: false, reason: 'error' };
+      pending = Promise.reject(error);
     }
-    if (outcome === TIMED_OUT) {
-      breaker?.fail(clock());
-      failed('timeout', new StoreTimeoutError(timeoutMs));
-      return { ok: false, reason: 'timeout' };
-    }
-    breaker?.succeed();
-    if (!healthy) {
-      healthy = true;
-      events.recovered();
-    }
-    return { ok: true, value: outcome };
+    return deadlines.within(pending).then(
+      (outcome): Attempt<T> => {
+        if (outcome === TIMED_OUT) {
+          breaker?.fail(clock());
+          failed('timeout', new StoreTimeoutError(timeoutMs));
+          return TIMED_OUT_ATTEMPT;
+        }
+        breaker?.succeed();
+        if (!healthy) {
+          healthy = true;
+          events.recovered();
+        }
+        return { ok: true, value: outcome };
+      },
+      (error: unknown): Attempt<T> => {
+        breaker?.fail(clock());
+        failed('error', error);
+        return FAILED_ATTEMPT;
+      },
+    );
   }
 
   return {
-    async call(head, rules, cost, consume, overrideSeen) {
-      const outcome = await attempt(head, async () =>
-        store.evaluate(head, rules, cost, consume, overrideSeen),
+    call(head, rules, cost, consume, overrideSeen) {
+      return attempt(head, () => store.evaluate(head, rules, cost, consume, overrideSeen)).then((outcome) =>
+        outcome.ok
+          ? { raw: outcome.value, degraded: false }
+          : fallback(outcome.reason, head, rules, cost, consume),
       );
-      if (!outcome.ok) return fallback(outcome.reason, head, rules, cost, consume);
-      return { raw: outcome.value, degraded: false };
     },
     async settle(where, head, rules, reserved, actual, tokens) {
       if (where === 'fallback') {

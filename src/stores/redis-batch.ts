@@ -71,19 +71,27 @@ export function createBatcher(
   run: (script: Script, keys: string[], args: string[]) => Promise<unknown>,
   shardOf: ((head: string) => number) | undefined,
 ): Batcher {
-  // By shard, script and clock: a batch runs one script, on one node, at one time (the server's
-  // TIME, or one reading of an injected clock).
-  const queues = new Map<string, Pending[]>();
+  // By script, then by shard (and clock): a batch runs one script, on one node, at one time (the
+  // server's TIME, or one reading of an injected clock). Looked up by object and by number
+  // where it can be: a string id built per check cost a fresh hash per lookup.
+  const queues = new Map<Script, Map<number | string, Pending[]>>();
   let scheduled = false;
 
   function flush(): void {
     scheduled = false;
-    for (const [id, queue] of queues) {
-      queues.delete(id);
-      const calls = queue.length < SPLIT_FROM ? 1 : Math.max(2, Math.ceil(queue.length / MAX_BATCH));
-      const size = Math.ceil(queue.length / calls);
-      for (let start = 0; start < queue.length; start += size) send(queue.slice(start, start + size));
+    // Deleted one by one as they are sent, not with clear() afterwards: with clear() here, GC
+    // took 40% of the client's time (measured; V8 keeps a cleared table for its iterators).
+    for (const [script, byShard] of queues) {
+      queues.delete(script);
+      for (const queue of byShard.values()) sendAll(queue);
     }
+  }
+
+  /** Sends one queue's checks in as few calls as MAX_BATCH allows, but two from SPLIT_FROM on. */
+  function sendAll(queue: Pending[]): void {
+    const calls = queue.length < SPLIT_FROM ? 1 : Math.max(2, Math.ceil(queue.length / MAX_BATCH));
+    const size = Math.ceil(queue.length / calls);
+    for (let start = 0; start < queue.length; start += size) send(queue.slice(start, start + size));
   }
 
   function send(batch: Pending[]): void {
@@ -120,11 +128,18 @@ export function createBatcher(
   return {
     enqueue(check) {
       return new Promise((resolve, reject) => {
-        const id = `${shardOf === undefined ? '' : shardOf(check.head)}:${check.script.sha}:${check.now}`;
-        let queue = queues.get(id);
+        const shard = shardOf === undefined ? 0 : shardOf(check.head);
+        // The clock is '-1' (the server's TIME) but in tests and simulations.
+        const id = check.now === '-1' ? shard : `${shard}:${check.now}`;
+        let byShard = queues.get(check.script);
+        if (byShard === undefined) {
+          byShard = new Map();
+          queues.set(check.script, byShard);
+        }
+        let queue = byShard.get(id);
         if (queue === undefined) {
           queue = [];
-          queues.set(id, queue);
+          byShard.set(id, queue);
         }
         // Field by field: spreads are slow on this path.
         queue.push({
