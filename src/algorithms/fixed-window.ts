@@ -53,12 +53,16 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
     return { state: { start, count: adjust(count, delta, 2 * limit) }, ttlMs: start + windowMs - now };
   },
   lua: `
+local function fixedWindowCommit(k, cost, start, count, untilEnd)
+  put(k, fmt(start) .. ':' .. fmt(count + cost), untilEnd)
+end
+
 EVALUATORS[1] = function(k, L, W, B, cost)
   local start = now - now % W
   local count = 0
   local stored = get(k)
   if stored then
-    local s, c = string.match(stored, '^(%d+):(%d+)$')
+    local s, c = match(stored, '^(%d+):(%d+)$')
     if tonumber(s) == start then count = tonumber(c) end
   end
   local untilEnd = start + W - now
@@ -67,9 +71,7 @@ EVALUATORS[1] = function(k, L, W, B, cost)
   if not allowed then retry = (cost > L) and NEVER or untilEnd end
   local reset = 0
   if count > 0 then reset = untilEnd end
-  return allowed, math.max(0, L - count), reset, retry, untilEnd, start, function()
-    put(k, fmt(start) .. ':' .. fmt(count + cost), untilEnd)
-  end
+  return allowed, max(0, L - count), reset, retry, untilEnd, start, fixedWindowCommit, start, count, untilEnd
 end
 
 SETTLERS[1] = function(k, L, W, B, token, reserved, delta)
@@ -79,7 +81,7 @@ SETTLERS[1] = function(k, L, W, B, token, reserved, delta)
   local count = 0
   local stored = get(k)
   if stored then
-    local s, c = string.match(stored, '^(%d+):(%d+)$')
+    local s, c = match(stored, '^(%d+):(%d+)$')
     if tonumber(s) == start then count = tonumber(c) end
   end
   count = adjust(count, delta, 2 * L)

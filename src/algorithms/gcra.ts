@@ -80,21 +80,25 @@ export const gcra: Algorithm<GcraState> = {
 local function gcraAhead(k, L, full)
   local stored = get(k)
   if not stored then return 0 end
-  local tat, rem = string.match(stored, '^(%d+):?(%d*)$')
+  local tat, rem = match(stored, '^(%d+):?(%d*)$')
   tat = tonumber(tat)
   rem = tonumber(rem) or 0
   if tat < now or (tat == now and rem == 0) then return 0 end
-  if tat - now > math.ceil(2 * full / L) then return 2 * full end
-  return math.min(2 * full, (tat - now) * L + rem)
+  if tat - now > ceil(2 * full / L) then return 2 * full end
+  return min(2 * full, (tat - now) * L + rem)
 end
 
 -- Stores the TAT that is ahead units after now, for as long as it matters.
 local function gcraStore(k, L, ahead)
-  local whole = math.floor(ahead / L)
+  local whole = floor(ahead / L)
   local value = fmt(now + whole)
   local rem = ahead - whole * L
   if rem > 0 then value = value .. ':' .. fmt(rem) end
-  put(k, value, math.ceil(ahead / L))
+  put(k, value, ceil(ahead / L))
+end
+
+local function gcraCommit(k, cost, L, nextAhead)
+  gcraStore(k, L, nextAhead)
 end
 
 EVALUATORS[4] = function(k, L, W, B, cost)
@@ -105,11 +109,10 @@ EVALUATORS[4] = function(k, L, W, B, cost)
   local nextAhead = ahead + need
   local retry = 0
   if not allowed then
-    if cost > B then retry = NEVER else retry = math.ceil((nextAhead - full) / L) end
+    if cost > B then retry = NEVER else retry = ceil((nextAhead - full) / L) end
   end
-  return allowed, math.max(0, math.floor((full - ahead) / W)), math.ceil(ahead / L), retry, math.ceil(nextAhead / L), 0, function()
-    gcraStore(k, L, nextAhead)
-  end
+  return allowed, max(0, floor((full - ahead) / W)), ceil(ahead / L), retry, ceil(nextAhead / L), 0,
+    gcraCommit, L, nextAhead
 end
 
 SETTLERS[4] = function(k, L, W, B, token, reserved, delta)

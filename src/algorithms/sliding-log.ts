@@ -120,7 +120,7 @@ export const slidingLog: Algorithm<SlidingLogState> = {
   },
   lua: `
 local function logEntryCost(member)
-  local c = string.match(member, ':(%d+)$')
+  local c = match(member, ':(%d+)$')
   if c then return tonumber(c) end
   return 1
 end
@@ -130,16 +130,16 @@ end
 local function logMeta(k)
   local log = KEYS[k]
   local meta = get(k + 1)
-  if meta and redis.call('EXISTS', log) == 1 then
-    local s, q = string.match(meta, '^(%d+):(%d+)$')
+  if meta and call('EXISTS', log) == 1 then
+    local s, q = match(meta, '^(%d+):(%d+)$')
     return tonumber(s), tonumber(q)
   end
   -- One of the two keys was lost (eviction, or expiry observed between them): rebuild the
   -- sum and the sequence from the entries themselves.
   local sum, seq = 0, 0
-  for _, member in ipairs(redis.call('ZRANGE', log, 0, -1)) do
+  for _, member in ipairs(call('ZRANGE', log, 0, -1)) do
     sum = sum + logEntryCost(member)
-    seq = math.max(seq, tonumber(string.match(member, '^(%d+)')) + 1)
+    seq = max(seq, tonumber(match(member, '^(%d+)')) + 1)
   end
   return sum, seq
 end
@@ -149,11 +149,19 @@ local function logMember(seq, cost)
   return fmt(seq) .. ':' .. fmt(cost)
 end
 
+local function slidingLogCommit(k, cost, W, sum, seq, expired)
+  local log = KEYS[k]
+  if expired then call('ZREMRANGEBYSCORE', log, '-inf', fmt(now - W)) end
+  call('ZADD', log, fmt(now), logMember(seq, cost))
+  call('PEXPIRE', log, W)
+  put(k + 1, fmt(sum + cost) .. ':' .. fmt(seq + 1), W)
+end
+
 EVALUATORS[5] = function(k, L, W, B, cost)
   local log = KEYS[k]
   local cutoff = fmt(now - W)
   local sum, seq = logMeta(k)
-  local expired = redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)
+  local expired = call('ZRANGEBYSCORE', log, '-inf', cutoff)
   for _, member in ipairs(expired) do sum = sum - logEntryCost(member) end
   local allowed = sum + cost <= L
   local retry = 0
@@ -161,7 +169,7 @@ EVALUATORS[5] = function(k, L, W, B, cost)
     if cost > L then
       retry = NEVER
     else
-      local live = redis.call('ZRANGEBYSCORE', log, '(' .. cutoff, '+inf', 'WITHSCORES')
+      local live = call('ZRANGEBYSCORE', log, '(' .. cutoff, '+inf', 'WITHSCORES')
       local excess, freed = sum + cost - L, 0
       for i = 1, #live, 2 do
         freed = freed + logEntryCost(live[i])
@@ -170,45 +178,40 @@ EVALUATORS[5] = function(k, L, W, B, cost)
     end
   end
   local reset = 0
-  local newest = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
+  local newest = call('ZRANGE', log, -1, -1, 'WITHSCORES')
   if newest[2] and tonumber(newest[2]) > now - W then reset = tonumber(newest[2]) + W - now end
-  return allowed, math.max(0, L - sum), reset, retry, W, now, function()
-    if #expired > 0 then redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff) end
-    redis.call('ZADD', log, fmt(now), logMember(seq, cost))
-    redis.call('PEXPIRE', log, W)
-    put(k + 1, fmt(sum + cost) .. ':' .. fmt(seq + 1), W)
-  end
+  return allowed, max(0, L - sum), reset, retry, W, now, slidingLogCommit, W, sum, seq, #expired > 0
 end
 
 SETTLERS[5] = function(k, L, W, B, token, reserved, delta)
   local log = KEYS[k]
   local cutoff = fmt(now - W)
   local sum, seq = logMeta(k)
-  for _, member in ipairs(redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)) do
+  for _, member in ipairs(call('ZRANGEBYSCORE', log, '-inf', cutoff)) do
     sum = sum - logEntryCost(member)
   end
-  redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
+  call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
   local nextSum = adjust(sum, delta, 2 * L)
   local found
   if token > now - W then
-    for _, member in ipairs(redis.call('ZRANGEBYSCORE', log, fmt(token), fmt(token))) do
+    for _, member in ipairs(call('ZRANGEBYSCORE', log, fmt(token), fmt(token))) do
       if logEntryCost(member) == reserved then found = member break end
     end
   end
   if found then
-    redis.call('ZREM', log, found)
+    call('ZREM', log, found)
     local cost = reserved + nextSum - sum
-    if cost > 0 then redis.call('ZADD', log, fmt(token), logMember(tonumber(string.match(found, '^(%d+)')), cost)) end
+    if cost > 0 then call('ZADD', log, fmt(token), logMember(tonumber(match(found, '^(%d+)')), cost)) end
     sum = nextSum
   elseif nextSum > sum then
-    redis.call('ZADD', log, fmt(now), logMember(seq, nextSum - sum))
+    call('ZADD', log, fmt(now), logMember(seq, nextSum - sum))
     seq = seq + 1
     sum = nextSum
   end
-  if redis.call('EXISTS', log) == 0 then
+  if call('EXISTS', log) == 0 then
     del(k + 1)
   else
-    redis.call('PEXPIRE', log, W)
+    call('PEXPIRE', log, W)
     put(k + 1, fmt(sum) .. ':' .. fmt(seq), W)
   end
 end`,

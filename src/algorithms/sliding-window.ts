@@ -93,7 +93,7 @@ local function windowsAt(k, W)
   local current, previous = 0, 0
   local stored = get(k)
   if stored then
-    local s, c, p = string.match(stored, '^(%d+):(%d+):(%d+)$')
+    local s, c, p = match(stored, '^(%d+):(%d+):(%d+)$')
     s = tonumber(s)
     if s == start then
       current, previous = tonumber(c), tonumber(p)
@@ -102,6 +102,10 @@ local function windowsAt(k, W)
     end
   end
   return start, current, previous
+end
+
+local function slidingWindowCommit(k, cost, start, current, previous, resetAfter)
+  put(k, fmt(start) .. ':' .. fmt(current + cost) .. ':' .. fmt(previous), resetAfter)
 end
 
 EVALUATORS[2] = function(k, L, W, B, cost)
@@ -117,20 +121,19 @@ EVALUATORS[2] = function(k, L, W, B, cost)
       retry = NEVER
     else
       local freeNow = 0
-      if current + cost <= L and previous > 0 then freeNow = math.floor(((L - current - cost) * W) / previous) end
+      if current + cost <= L and previous > 0 then freeNow = floor(((L - current - cost) * W) / previous) end
       if freeNow > 0 then
         retry = W - freeNow - elapsed
       else
         local offset = 0
-        if current > 0 then offset = math.max(0, W - math.floor(((L - cost) * W) / current)) end
+        if current > 0 then offset = max(0, W - floor(((L - cost) * W) / current)) end
         retry = W - elapsed + offset
       end
     end
   end
   local resetAfter = start + 2 * W - now
-  return allowed, math.max(0, math.floor((L * W - used) / W)), reset, retry, resetAfter, start, function()
-    put(k, fmt(start) .. ':' .. fmt(current + cost) .. ':' .. fmt(previous), resetAfter)
-  end
+  return allowed, max(0, floor((L * W - used) / W)), reset, retry, resetAfter, start,
+    slidingWindowCommit, start, current, previous, resetAfter
 end
 
 SETTLERS[2] = function(k, L, W, B, token, reserved, delta)

@@ -69,11 +69,15 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
 local function tokensAt(k, L, full)
   local stored = get(k)
   if not stored then return full end
-  local t, at = string.match(stored, '^(-?%d+):(%d+)$')
+  local t, at = match(stored, '^(-?%d+):(%d+)$')
   t, at = tonumber(t), tonumber(at)
-  local elapsed = math.max(0, now - at)
-  if elapsed >= math.ceil((full - t) / L) then return full end
+  local elapsed = max(0, now - at)
+  if elapsed >= ceil((full - t) / L) then return full end
   return t + elapsed * L
+end
+
+local function tokenBucketCommit(k, cost, left, resetAfter)
+  put(k, fmt(left) .. ':' .. fmt(now), resetAfter)
 end
 
 EVALUATORS[3] = function(k, L, W, B, cost)
@@ -83,12 +87,11 @@ EVALUATORS[3] = function(k, L, W, B, cost)
   local allowed = tokens >= need
   local retry = 0
   if not allowed then
-    if cost > B then retry = NEVER else retry = math.ceil((need - tokens) / L) end
+    if cost > B then retry = NEVER else retry = ceil((need - tokens) / L) end
   end
-  local resetAfter = math.ceil((full - tokens + need) / L)
-  return allowed, math.max(0, math.floor(tokens / W)), math.ceil((full - tokens) / L), retry, resetAfter, 0, function()
-    put(k, fmt(tokens - need) .. ':' .. fmt(now), resetAfter)
-  end
+  local resetAfter = ceil((full - tokens + need) / L)
+  return allowed, max(0, floor(tokens / W)), ceil((full - tokens) / L), retry, resetAfter, 0,
+    tokenBucketCommit, tokens - need, resetAfter
 end
 
 SETTLERS[3] = function(k, L, W, B, token, reserved, delta)
@@ -97,7 +100,7 @@ SETTLERS[3] = function(k, L, W, B, token, reserved, delta)
   if missing == 0 then
     del(k)
   else
-    put(k, fmt(full - missing) .. ':' .. fmt(now), math.ceil(missing / L))
+    put(k, fmt(full - missing) .. ':' .. fmt(now), ceil(missing / L))
   end
 end`,
 };

@@ -80,9 +80,11 @@ export interface Algorithm<S> {
   settle(state: S | undefined, now: number, settlement: Settlement, params: AlgorithmParams): SettleResult<S>;
   /**
    * The Lua twin: a chunk that defines `EVALUATORS[code] = function(k, L, W, B, cost)` returning
-   * allowed (0/1), remaining, resetMs, retryAfterMs, resetAfterMs, token and a commit function, and
+   * allowed (0/1), remaining, resetMs, retryAfterMs, resetAfterMs, token, then a commit function
+   * and up to four arguments for it (called as `commit(k, cost, ...)` when every rule allows), and
    * `SETTLERS[code] = function(k, L, W, B, token, reserved, delta)`. `k` is the index of the rule's
-   * first key in KEYS; `now` and the helpers of the preamble (`fmt`, `adjust`) are in scope.
+   * first key in KEYS; `now` and the helpers of the preamble (`fmt`, `adjust`, and `get`, `put`,
+   * `del` for string keys, which a batch reads with one MGET) are in scope.
    */
   readonly lua: string;
 }

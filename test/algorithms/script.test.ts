@@ -12,7 +12,7 @@ import { createLimiter, type Limiter, redisStore, type ScriptRunner } from '../.
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
-const PINNED_SHA = 'd28e41bfe80460c4f3d42b5ab9fe1aaf2a48667b';
+const PINNED_SHA = '859edce38b42603cb43e6775d14f70eba85ee007';
 
 let server: RedisServer;
 let ioredis: Redis;
