@@ -1,0 +1,122 @@
+/**
+ * Checks issued together travel in one script call, which reads every key of the batch with one
+ * MGET up front. A key checked several times in one batch must still see its own earlier writes:
+ * bursts of concurrent checks and peeks on two keys get exactly the decisions the memory store
+ * gives the same requests one by one, in the order they were issued. The batch's one flat reply
+ * is split per check, and a malformed one fails every check of its batch.
+ */
+
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { createLimiter, type Decision, memoryStore, redisStore } from '../../src/index.js';
+import { createBatcher } from '../../src/stores/redis-batch.js';
+import { ALGORITHMS, BASE_TIME, ruleArb, ruleSetArb } from '../algorithms/arbitraries.js';
+import { persistingIoRedisRunner } from '../support/persisting-runner.js';
+import { useRedisServer } from '../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+
+let client: Redis;
+useRedisServer((started) => {
+  client = started.client;
+});
+
+const request = fc.record({
+  key: fc.constantFrom('a', 'b'),
+  cost: fc.integer({ min: 1, max: 3 }),
+  op: fc.constantFrom('check', 'check', 'peek'),
+});
+const burst = fc.record({
+  delta: fc.integer({ min: 0, max: 1500 }),
+  // Fewer than 8: from 8 on, a queue is split into two calls (see redis-batch.ts).
+  requests: fc.array(request, { minLength: 2, maxLength: 7 }),
+});
+const rules = fc.oneof(
+  fc.constantFrom(...ALGORITHMS).chain((algorithm) => ruleArb(algorithm, 'r').map((rule) => [rule])),
+  ruleSetArb(),
+);
+
+let run = 0;
+
+it('a burst batched into one call decides like the same requests one by one', async () => {
+  await fc.assert(
+    fc.asyncProperty(rules, fc.array(burst, { minLength: 1, maxLength: 5 }), async (list, bursts) => {
+      let now = BASE_TIME;
+      const clock = () => now;
+      const options = { rules: list.map((rule) => rule.options), prefix: `batch${run++}` };
+      const memory = createLimiter({ ...options, store: memoryStore({ clock }) });
+      let calls = 0;
+      const runner = persistingIoRedisRunner(client);
+      const counted = {
+        evalSha: (...args: Parameters<typeof runner.evalSha>) => {
+          calls++;
+          return runner.evalSha(...args);
+        },
+        eval: (...args: Parameters<typeof runner.eval>) => runner.eval(...args),
+      };
+      const redis = createLimiter({
+        ...options,
+        timeout: SLOW_MACHINE_TIMEOUT,
+        store: redisStore({ client: counted, clock }),
+        // The deny cache answers repeats locally; this compares the stores themselves.
+        denyCache: false,
+      });
+      for (const [index, { delta, requests }] of bursts.entries()) {
+        now += delta;
+        const ask = (limiter: typeof memory, { key, cost, op }: (typeof requests)[number]) =>
+          op === 'peek' ? limiter.peek(key, { cost }) : limiter.check(key, { cost });
+        const expected: Decision[] = [];
+        for (const one of requests) expected.push(await ask(memory, one));
+        const before = calls;
+        // Issued in one turn of the event loop: they share a script call.
+        const got = await Promise.all(requests.map((one) => ask(redis, one)));
+        expect(calls - before, `burst ${index}: one call`).toBe(1);
+        expect(got, `burst ${index}`).toEqual(expected);
+      }
+    }),
+    { numRuns: 60 },
+  );
+});
+
+describe('the batch reply', () => {
+  const script = { text: 'unused', sha: 'unused' };
+  const check = (head: string) => ({
+    head,
+    script,
+    now: '-1',
+    keys: [`${head}:override`, `${head}:r:fw`],
+    ruleSet: '1,10,1000,10',
+    mode: 'c',
+    cost: 1,
+    seen: '',
+  });
+
+  /** Two checks queued in one turn, answered with `reply`; their outcomes. */
+  async function answer(reply: unknown) {
+    const batcher = createBatcher(async () => reply, undefined);
+    return Promise.allSettled([batcher.enqueue(check('fg:{a}')), batcher.enqueue(check('fg:{b}'))]);
+  }
+
+  it('is split into each check’s numbers, or the override it now has', async () => {
+    const outcomes = await answer([6, 1, 9, 0, 0, 1000, 0, -1, 'pro']);
+    expect(outcomes).toEqual([
+      { status: 'fulfilled', value: [1, 9, 0, 0, 1000, 0] },
+      { status: 'fulfilled', value: ['override', 'pro'] },
+    ]);
+  });
+
+  it.each([
+    ['not an array', 'OK'],
+    ['one check short', [6, 1, 9, 0, 0, 1000, 0]],
+    ['a count past the end', [6, 1, 9, 0, 0, 1000, 0, 6, 1]],
+    ['numbers left over', [6, 1, 9, 0, 0, 1000, 0, -1, '', 7]],
+    ['a count that is not one', [6, 1, 9, 0, 0, 1000, 0, 'x', 1]],
+  ])('fails every check of the batch when it is malformed: %s', async (_, reply) => {
+    for (const outcome of await answer(reply)) {
+      expect(outcome.status).toBe('rejected');
+      expect((outcome as PromiseRejectedResult).reason.message).toMatch(
+        /unexpected reply from the Redis script/,
+      );
+    }
+  });
+});
