@@ -23,9 +23,10 @@ export interface Settings {
   /** Keys written for the memory-per-key figure, and requests per key. */
   memoryKeys: number;
   requestsPerKey: number;
-  /** autocannon connections and seconds per HTTP run. */
+  /** autocannon connections and seconds per HTTP run, and rounds over all variants (median kept). */
   httpConnections: number;
   httpSeconds: number;
+  httpRounds: number;
   /** Windows of the virtual-time clock-skew runs, and of the real-time one (on Redis TIME). */
   skewWindowsMs: readonly number[];
   skewRealWindowMs: number;
@@ -87,6 +88,7 @@ export function parseSettings(args: readonly string[], env: NodeJS.ProcessEnv): 
     requestsPerKey: 100,
     httpConnections: 64,
     httpSeconds: quick ? Math.max(0.5, seconds) : seconds,
+    httpRounds: quick ? 1 : 3,
     skewWindowsMs: quick ? [5_000] : [5_000, 10_000, 60_000],
     skewRealWindowMs: quick ? 1000 : 3000,
     scenarios: scenarios as ScenarioName[],

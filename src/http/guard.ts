@@ -4,7 +4,7 @@
  * address from their request type, and how to set a header on their response type.
  */
 import type { Decision } from '../decision.js';
-import type { Limiter } from '../limiter.js';
+import type { CheckOptions, Limiter } from '../limiter.js';
 import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './headers.js';
 import { defaultKey } from './keys.js';
 import type { ResolvedHttpOptions } from './options.js';
@@ -40,19 +40,40 @@ export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: Requ
     return defaultKey(apiKey, access.address(req), keyPolicy);
   }
 
+  /** Every step answered synchronously: the common configuration (key from the request, fixed cost). */
+  const plain =
+    skip === undefined && plan === undefined && onDecision === undefined && typeof cost === 'number';
+  // A check of cost 1 passes no options object: the limiter then has nothing to validate.
+  const checkOptions: CheckOptions | undefined =
+    typeof cost === 'number' && cost !== 1 ? { cost } : undefined;
+
+  async function checkInFull(req: Req): Promise<Decision | undefined> {
+    if (skip !== undefined && (await skip(req))) return undefined;
+    const requestKey = await keyOf(req);
+    const units = typeof cost === 'number' ? cost : await cost(req);
+    const planName = plan === undefined ? undefined : await plan(req);
+    const decision = await limiter.check(
+      requestKey,
+      planName === undefined ? { cost: units } : { cost: units, plan: planName },
+    );
+    if (onDecision !== undefined) await onDecision(req, decision);
+    return decision;
+  }
+
   return {
     limiter,
-    check: async function checkRequest(req) {
-      if (skip !== undefined && (await skip(req))) return undefined;
-      const requestKey = await keyOf(req);
-      const units = typeof cost === 'number' ? cost : await cost(req);
-      const planName = plan === undefined ? undefined : await plan(req);
-      const decision = await limiter.check(
-        requestKey,
-        planName === undefined ? { cost: units } : { cost: units, plan: planName },
-      );
-      if (onDecision !== undefined) await onDecision(req, decision);
-      return decision;
+    // Without an await per step when none is needed: this runs once per request.
+    check: function checkRequest(req) {
+      if (!plain) return checkInFull(req);
+      let requestKey: string | Promise<string>;
+      try {
+        requestKey = keyOf(req);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      if (typeof requestKey === 'string') return limiter.check(requestKey, checkOptions);
+      // A key function's promise (or a wrong value, which the limiter rejects with its TypeError).
+      return Promise.resolve(requestKey).then((resolved) => limiter.check(resolved, checkOptions));
     },
     respond: function respondToDecision(decision, target) {
       writeRateLimitHeaders(target, decision, headers);

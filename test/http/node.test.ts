@@ -84,6 +84,34 @@ describe('node:http specifics', () => {
     );
   });
 
+  it('calls the key function once per request, sync or async, and counts by what it returns', async () => {
+    let calls = 0;
+    const syncUrl = await serve(
+      createHttpGuard({
+        rules,
+        key: (req) => {
+          calls++;
+          return String(req.headers['x-tenant']);
+        },
+      }),
+    );
+    expect((await fetch(syncUrl, { headers: { 'x-tenant': 't1' } })).status).toBe(200);
+    expect((await fetch(syncUrl, { headers: { 'x-tenant': 't1' } })).status).toBe(429);
+    expect(calls).toBe(2);
+    const asyncUrl = await serve(
+      createHttpGuard({
+        rules,
+        key: async (req) => {
+          calls++;
+          return String(req.headers['x-tenant']);
+        },
+      }),
+    );
+    expect((await fetch(asyncUrl, { headers: { 'x-tenant': 't2' } })).status).toBe(200);
+    expect((await fetch(asyncUrl, { headers: { 'x-tenant': 't2' } })).status).toBe(429);
+    expect(calls).toBe(4);
+  });
+
   it('rejects when the key function fails, so the caller decides (here: 500)', async () => {
     const guard = createHttpGuard({
       rules,
