@@ -34,7 +34,6 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
       resetMs: count > 0 ? untilEnd : 0,
       retryAfterMs: allowed ? 0 : cost > limit ? NEVER : untilEnd,
       resetAfterMs: untilEnd,
-      ttlMs: untilEnd,
       token: start,
     };
   },

@@ -58,7 +58,6 @@ export const gcra: Algorithm<GcraState> = {
       resetMs: Math.ceil(ahead / L),
       retryAfterMs: allowed ? 0 : cost > B ? NEVER : Math.ceil((next - full) / L),
       resetAfterMs,
-      ttlMs: resetAfterMs,
       token: 0,
     };
   },

@@ -75,7 +75,6 @@ export const slidingLog: Algorithm<SlidingLogState> = {
       resetMs: newest === undefined ? 0 : newest + W - now,
       retryAfterMs,
       resetAfterMs: W,
-      ttlMs: W,
       token: now,
     };
   },

@@ -61,7 +61,6 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
       resetMs,
       retryAfterMs,
       resetAfterMs,
-      ttlMs: resetAfterMs,
       token: start,
     };
   },

@@ -46,7 +46,6 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
       resetMs: Math.ceil((full - tokens) / L),
       retryAfterMs: allowed ? 0 : cost > B ? NEVER : Math.ceil((need - tokens) / L),
       resetAfterMs,
-      ttlMs: resetAfterMs,
       token: 0,
     };
   },

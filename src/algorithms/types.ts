@@ -20,7 +20,8 @@ export interface AlgorithmParams {
 /**
  * What one rule says about one request, before the all-or-nothing decision across rules.
  * `remaining` and `resetMs` describe the state *without* this request; `resetAfterMs` is the
- * reset time if this request is consumed. `retryAfterMs` is 0 when allowed and -1 when the cost
+ * reset time if this request is consumed, which is also how long the committed state (see
+ * Algorithm.commit) matters: past it, it is equivalent to no state at all. `retryAfterMs` is 0 when allowed and -1 when the cost
  * can never pass (it exceeds the capacity).
  */
 export interface Evaluation {
@@ -29,8 +30,6 @@ export interface Evaluation {
   resetMs: number;
   retryAfterMs: number;
   resetAfterMs: number;
-  /** How long the committed state (see Algorithm.commit) matters; past it, it is equivalent to no state at all. */
-  ttlMs: number;
   /**
    * What `settle` needs to find this request's units again: the window's start for the window
    * algorithms, the entry's time for sliding-log, 0 for the buckets (whose state has no parts).

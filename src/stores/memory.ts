@@ -5,7 +5,6 @@
  * operators) live in a map of their own, outside that bound.
  */
 
-import type { Evaluation } from '../algorithms/types.js';
 import { RAW_FIELDS } from '../decision.js';
 import { describe } from '../duration.js';
 import { keyHead } from '../keys.js';
@@ -185,16 +184,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       const first = chains.get(head);
       const count = rules.length;
       const raw: number[] = new Array(count * RAW_FIELDS);
-      const evaluations: Evaluation[] = new Array(count);
-      const slots: (Slot | undefined)[] = new Array(count);
       let allAllowed = true;
       for (let i = 0; i < count; i++) {
         const rule = rules[i] as ResolvedRule;
         const slot = slotOf(first, rule.keyTail);
-        slots[i] = slot;
         const state = slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
         const evaluation = rule.algorithm.evaluate(state, now, cost, rule);
-        evaluations[i] = evaluation;
         allAllowed &&= evaluation.allowed;
         const at = i * RAW_FIELDS;
         raw[at] = evaluation.allowed ? 1 : 0;
@@ -208,11 +203,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         let chain = first;
         for (let i = 0; i < count; i++) {
           const rule = rules[i] as ResolvedRule;
-          // A chain created by an earlier rule of this check: look this rule's slot up in it.
-          const slot = chain === first ? slots[i] : slotOf(chain, rule.keyTail);
+          const slot = slotOf(chain, rule.keyTail);
           const state = slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
           const next = rule.algorithm.commit(state, now, cost, rule);
-          chain = write(head, chain, slot, rule.keyTail, next, now + (evaluations[i] as Evaluation).ttlMs);
+          // The committed state lasts until the quota would be fully restored (resetAfterMs).
+          chain = write(head, chain, slot, rule.keyTail, next, now + (raw[i * RAW_FIELDS + 4] as number));
         }
         reclaim(now);
       }
