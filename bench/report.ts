@@ -3,6 +3,7 @@
  * Floodgate ÷ best peer, ÷ ceiling and ÷ each peer side by side (row ÷ column, so > 1 means the
  * row is faster); cost tables divide costs the same way (so < 1 means the row is cheaper).
  */
+import { readFileSync } from 'node:fs';
 import type { Role } from './peers/types.js';
 import type { SkewRow } from './scenarios/clock-skew.js';
 import { SKEW_LIMIT } from './scenarios/clock-skew.js';
@@ -235,6 +236,22 @@ ${table(['limiter', 'clocks', 'window', 'admitted', '÷ limit', 'sent'], body)}
 `;
 }
 
+/**
+ * What was tried and what each change gained: kept once, in docs/bench.md (it is history, not a
+ * measurement of this run), and copied into every report so BENCHMARKS.md carries it too.
+ */
+export function triedSection(): string {
+  const doc = readFileSync(new URL('../docs/bench.md', import.meta.url), 'utf8');
+  const start = doc.indexOf('## What was tried');
+  if (start < 0) return '';
+  const end = doc.indexOf('\n## ', start + 1);
+  const body = doc.slice(start + '## What was tried'.length, end < 0 ? undefined : end).trim();
+  return `## 6. What was tried (from docs/bench.md)
+
+${body}
+`;
+}
+
 export function renderReport(results: BenchResults): string {
   const { meta } = results;
   const sections = [header(meta)];
@@ -244,5 +261,6 @@ export function renderReport(results: BenchResults): string {
   if (results.memory) sections.push(memorySection(results.memory));
   if (results.http) sections.push(httpSection(results.http));
   if (results.clockSkew) sections.push(clockSkewSection(results.clockSkew));
+  sections.push(triedSection());
   return `${sections.join('\n')}`;
 }
