@@ -54,6 +54,11 @@ function slotOf(first: Slot | undefined, tail: string): Slot | undefined {
   return slot;
 }
 
+/** A slot's state while it matters; expired state reads as none, whether or not it was reclaimed yet. */
+function liveState(slot: Slot | undefined, now: number): unknown {
+  return slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
+}
+
 const MEMORY_STORE_OPTIONS = ['maxKeys', 'clock'];
 
 /**
@@ -188,7 +193,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       for (let i = 0; i < count; i++) {
         const rule = rules[i] as ResolvedRule;
         const slot = slotOf(first, rule.keyTail);
-        const state = slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
+        const state = liveState(slot, now);
         const evaluation = rule.algorithm.evaluate(state, now, cost, rule);
         allAllowed &&= evaluation.allowed;
         const at = i * RAW_FIELDS;
@@ -204,7 +209,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         for (let i = 0; i < count; i++) {
           const rule = rules[i] as ResolvedRule;
           const slot = slotOf(chain, rule.keyTail);
-          const state = slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
+          const state = liveState(slot, now);
           const next = rule.algorithm.commit(state, now, cost, rule);
           // The committed state lasts until the quota would be fully restored (resetAfterMs).
           chain = write(head, chain, slot, rule.keyTail, next, now + (raw[i * RAW_FIELDS + 4] as number));
@@ -220,7 +225,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         const rule = rules[i] as ResolvedRule;
         const first = chains.get(head);
         const slot = slotOf(first, rule.keyTail);
-        const state = slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
+        const state = liveState(slot, now);
         const settlement = { token: tokens[i] as number, reserved, actual };
         const result = rule.algorithm.settle(state, now, settlement, rule);
         if (result === 'delete') {
