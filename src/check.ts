@@ -51,7 +51,7 @@ const OVERRIDE_ATTEMPTS = 2;
 const NO_RULES: readonly ResolvedRule[] = Object.freeze([]);
 
 const CHECK_OPTIONS = new Set(['cost', 'plan']);
-/** Key heads remembered per limiter (see head()): ~2 MB at most for keys of up to 128 characters. */
+/** Key heads remembered per limiter (see head()): ~2 MB for IP-sized keys, ~7 MB at worst (128-character keys). */
 const HEAD_CACHE_KEYS = 16_384;
 
 /** Validates check options: a misspelt option would otherwise silently charge 1 or pick no plan. */

