@@ -9,7 +9,7 @@ import { describe } from './duration.js';
 import { keyHead, MAX_ENCODED_KEY } from './keys.js';
 import type { CheckOptions } from './limiter.js';
 import { type KnownOverride, type OverrideCache, resolveOverride } from './overrides.js';
-import type { Plans } from './plans.js';
+import type { Plans, RuleSet } from './plans.js';
 import type { DenyCache } from './resilience/deny-cache.js';
 import type { Degraded, StoreCaller } from './resilience/store-caller.js';
 import { positiveInteger, type ResolvedRule } from './rules.js';
@@ -148,43 +148,45 @@ export function createChecks(context: CheckContext): Checks {
   }
 
   /**
-   * An in-process store and no override known here: decided synchronously when the store answers
-   * so, without a promise or closure of our own. If the store says the key has an override after
-   * all (nothing was evaluated), the general path takes over.
+   * One check, its key, cost and plan validated once. An in-process store with no override known
+   * here decides synchronously, without a promise or closure of our own; anything else (or a store
+   * that reports an override after all, having evaluated nothing) takes the general path.
    */
   function evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision> {
-    if (store.local !== true) return evaluateThroughCaller(key, options, consume);
     try {
       const cost = costOf(options);
       const keyHeadValue = head(key);
-      if (overrides.size > 0 && overrides.get(keyHeadValue) !== undefined) {
-        return evaluateThroughCaller(key, options, consume);
+      const planned = plans.select(options?.plan);
+      if (store.local !== true || (overrides.size > 0 && overrides.get(keyHeadValue) !== undefined)) {
+        return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
       }
-      const { rules, plan } = plans.select(options?.plan);
+      const { rules, plan } = planned;
       const raw = store.evaluate(keyHeadValue, rules, cost, consume, '');
       if (isPromise(raw)) {
         return raw.then((values) =>
           'overrideChanged' in values
-            ? evaluateThroughCaller(key, options, consume)
+            ? evaluateThroughCaller(key, keyHeadValue, cost, planned, consume)
             : conclude(keyHeadValue, rules, values, cost, false, plan, consume),
         );
       }
-      if ('overrideChanged' in raw) return evaluateThroughCaller(key, options, consume);
+      if ('overrideChanged' in raw) return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
       return Promise.resolve(conclude(keyHeadValue, rules, raw, cost, false, plan, consume));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  /** The general path: overrides, the deny cache, and the store within its deadline and breaker. */
+  /**
+   * The general path: overrides, the deny cache, and the store within its deadline and breaker.
+   * `key` is already validated into `keyHeadValue`, `cost` and `planned`.
+   */
   async function evaluateThroughCaller(
     key: string,
-    options: CheckOptions | undefined,
+    keyHeadValue: string,
+    cost: number,
+    planned: RuleSet,
     consume: boolean,
   ): Promise<Decision> {
-    const cost = costOf(options);
-    const keyHeadValue = head(key);
-    const planned = plans.select(options?.plan);
     // Most keys have no override: with none known, spare the lookup (and its string hash).
     let known = overrides.size === 0 ? undefined : overrides.get(keyHeadValue);
     // Past its expiry as last reported: ask the store afresh (it answers "changed" if it still has one).
