@@ -4,32 +4,22 @@
  * after any other failure, since such a call may already have been applied.
  */
 
-import { Redis } from 'ioredis';
-import { createClient } from 'redis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../../src/algorithms/script.js';
 import { createLimiter, type Limiter, redisStore, type ScriptRunner } from '../../src/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
 const PINNED_SHA = '859edce38b42603cb43e6775d14f70eba85ee007';
 
-let server: RedisServer;
 let ioredis: Redis;
-let nodeRedis: ReturnType<typeof createClient>;
+let nodeRedis: NodeRedisClient;
 let keys = 0;
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  ioredis = new Redis(server.port, '127.0.0.1');
-  nodeRedis = createClient({ url: server.url });
-  await nodeRedis.connect();
-});
-
-afterAll(async () => {
-  ioredis?.disconnect();
-  await nodeRedis?.quit();
-  await server?.stop();
+useRedisServerWithNodeRedis((started) => {
+  ioredis = started.client;
+  nodeRedis = started.nodeRedis;
 });
 
 interface Calls {
@@ -65,7 +55,7 @@ function countingRunner(fail: (call: number) => 'before' | 'after' | undefined =
   return { runner, calls };
 }
 
-function limiterOn(client: ScriptRunner | Redis | ReturnType<typeof createClient>): Limiter {
+function limiterOn(client: ScriptRunner | Redis | NodeRedisClient): Limiter {
   return createLimiter({
     timeout: SLOW_MACHINE_TIMEOUT,
     store: redisStore({ client }),

@@ -5,10 +5,10 @@
  */
 
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type AlgorithmName, createLimiter, type Decision, redisStore } from '../../src/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useRedisServer } from '../support/redis-server.js';
 import { redisTimeMs, withinOneWindow } from '../support/redis-time.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
@@ -16,18 +16,10 @@ const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-win
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
 
-let server: RedisServer;
 let client: Redis;
 let keys = 0;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-});
-
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
+useRedisServer((started) => {
+  client = started.client;
 });
 
 afterEach(() => {

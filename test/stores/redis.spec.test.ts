@@ -1,26 +1,15 @@
-import { Redis } from 'ioredis';
-import { createClient } from 'redis';
-import { afterAll, beforeAll, describe } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe } from 'vitest';
 import { redisStore } from '../../src/index.js';
 import { runSpecification } from '../algorithms/run-spec.js';
 import { persistingIoRedisRunner, persistingNodeRedisRunner } from '../support/persisting-runner.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 
-let server: RedisServer;
 let ioredis: Redis;
-let nodeRedis: ReturnType<typeof createClient>;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  ioredis = new Redis(server.port, '127.0.0.1');
-  nodeRedis = createClient({ url: server.url });
-  await nodeRedis.connect();
-});
-
-afterAll(async () => {
-  ioredis?.disconnect();
-  await nodeRedis?.quit();
-  await server?.stop();
+let nodeRedis: NodeRedisClient;
+useRedisServerWithNodeRedis((started) => {
+  ioredis = started.client;
+  nodeRedis = started.nodeRedis;
 });
 
 // Simulated time drives both the script and expiry (see persisting-runner.ts).

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { createConnection, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { afterAll, beforeAll } from 'vitest';
 
 export interface RedisServer {
@@ -130,15 +131,35 @@ async function stopProcess(child: ChildProcess): Promise<void> {
  * For one test file: starts a throwaway server and an ioredis client on it before the file's
  * tests, hands both to `ready`, and stops them after the tests.
  */
-export function useRedisServer(ready: (started: { server: RedisServer; client: Redis }) => void): void {
+export function useRedisServer(
+  ready: (started: { server: RedisServer; client: Redis }) => void | Promise<void>,
+): void {
   let started: { server: RedisServer; client: Redis } | undefined;
   beforeAll(async () => {
     const server = await startRedisServer();
     started = { server, client: new Redis(server.port, '127.0.0.1') };
-    ready(started);
+    await ready(started);
   });
   afterAll(async () => {
     started?.client.disconnect();
     await started?.server.stop();
+  });
+}
+
+export type NodeRedisClient = ReturnType<typeof createClient>;
+
+/** useRedisServer, plus a connected node-redis client on the same server, for tests of both clients. */
+export function useRedisServerWithNodeRedis(
+  ready: (started: { server: RedisServer; client: Redis; nodeRedis: NodeRedisClient }) => void,
+): void {
+  let nodeRedis: NodeRedisClient | undefined;
+  useRedisServer(async (started) => {
+    nodeRedis = createClient({ url: started.server.url });
+    await nodeRedis.connect();
+    ready({ ...started, nodeRedis });
+  });
+  // Registered after useRedisServer's: vitest runs it first, before the server stops.
+  afterAll(async () => {
+    await nodeRedis?.quit();
   });
 }

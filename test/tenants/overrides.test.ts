@@ -4,26 +4,19 @@
  * "processes"). Both run on a fake clock; Redis gets it through the store's clock option.
  */
 import { Redis } from 'ioredis';
-import { createClient } from 'redis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLimiter, type Limiter, memoryStore, redisStore, type Store } from '../../src/index.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import {
+  type NodeRedisClient,
+  startRedisServer,
+  useRedisServerWithNodeRedis,
+} from '../support/redis-server.js';
 
-let server: RedisServer;
 let io: Redis;
-let node: ReturnType<typeof createClient>;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  io = new Redis(server.port, '127.0.0.1');
-  node = createClient({ url: server.url });
-  await node.connect();
-});
-
-afterAll(async () => {
-  io?.disconnect();
-  await node?.quit();
-  await server?.stop();
+let node: NodeRedisClient;
+useRedisServerWithNodeRedis((started) => {
+  io = started.client;
+  node = started.nodeRedis;
 });
 
 const BASE = 1_700_006_400_000;
@@ -244,7 +237,7 @@ describe('overrides on Redis: round trips and the deny cache', () => {
   it('a cleared block is seen at once despite the deny cache; a raised limit after the cached denial', async () => {
     const clock = { now: BASE };
     const prefix = `deny${prefixes++}`;
-    const make = (client: Redis | ReturnType<typeof createClient>) =>
+    const make = (client: Redis | NodeRedisClient) =>
       createLimiter({
         store: redisStore({ client, clock: () => clock.now }),
         plans: PLANS,

@@ -3,21 +3,13 @@
  * the deny cache, degraded decisions and a failing store), on the memory store and a real Redis.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLimiter, type Limiter, memoryStore, redisStore, type Store } from '../../src/index.js';
-import { freePort, type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { freePort, startRedisServer, useRedisServer } from '../support/redis-server.js';
 
-let server: RedisServer;
 let io: Redis;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  io = new Redis(server.port, '127.0.0.1');
-});
-
-afterAll(async () => {
-  io?.disconnect();
-  await server?.stop();
+useRedisServer((started) => {
+  io = started.client;
 });
 
 const BASE = 1_700_006_400_000;
