@@ -1,13 +1,11 @@
-import { once } from 'node:events';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/express.js';
 import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
 import { useRedisServer } from '../support/redis-server.js';
-import type { App } from './support/apps.js';
+import { type App, listen } from './support/apps.js';
 import { integerField, listField } from './support/client.js';
 import { runAdapterSuite } from './support/suite.js';
 
@@ -29,19 +27,7 @@ describe('express specifics', () => {
     await Promise.all(servers.splice(0).map((app) => app.close()));
   });
   async function serve(app: express.Express): Promise<App> {
-    const server = createServer(app);
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const { port } = server.address() as AddressInfo;
-    const started = {
-      url: `http://127.0.0.1:${port}`,
-      port,
-      close: async () => {
-        server.closeAllConnections();
-        server.close();
-        await once(server, 'close');
-      },
-    };
+    const started = await listen(createServer(app));
     servers.push(started);
     return started;
   }

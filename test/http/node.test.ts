@@ -1,11 +1,10 @@
-import { once } from 'node:events';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpGuard, type HttpGuard, type RateLimitedRequest } from '../../src/http/node.js';
 import { memoryStore, redisStore } from '../../src/index.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { listen } from './support/apps.js';
 import { runAdapterSuite } from './support/suite.js';
 
 let client: Redis;
@@ -30,14 +29,9 @@ describe('node:http specifics', () => {
       if (!(await guard(req, res))) return;
       res.end((req as RateLimitedRequest).rateLimit?.rule ?? 'none');
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    closers.push(async () => {
-      server.closeAllConnections();
-      server.close();
-      await once(server, 'close');
-    });
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const app = await listen(server);
+    closers.push(app.close);
+    return app.url;
   }
   const rules = { name: 'one', algorithm: 'sliding-log', limit: 1, window: '1m' } as const;
 
@@ -128,14 +122,9 @@ describe('node:http specifics', () => {
         res.end((error as Error).message);
       }
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    closers.push(async () => {
-      server.closeAllConnections();
-      server.close();
-      await once(server, 'close');
-    });
-    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const app = await listen(server);
+    closers.push(app.close);
+    const response = await fetch(app.url);
     expect(response.status).toBe(500);
     expect(await response.text()).toBe('no tenant');
   });

@@ -44,7 +44,8 @@ async function costFrom(value: string | string[] | null | undefined): Promise<nu
 
 const skipHealth = (path: string) => path === '/health';
 
-async function listen(server: Server): Promise<App> {
+/** Starts `server` on a free loopback port; `close` ends its connections and waits for it. */
+export async function listen(server: Server): Promise<App> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
