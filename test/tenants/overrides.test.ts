@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createLimiter, type Limiter, memoryStore, redisStore, type Store } from '../../src/index.js';
 import {
   type NodeRedisClient,
+  scriptCalls,
   startRedisServer,
   useRedisServerWithNodeRedis,
 } from '../support/redis-server.js';
@@ -202,36 +203,29 @@ describe.each(setups)('overrides on the $name', ({ stores }) => {
 });
 
 describe('overrides on Redis: round trips and the deny cache', () => {
-  async function scriptCalls(): Promise<number> {
-    const stats = await io.info('commandstats');
-    let calls = 0;
-    for (const match of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
-    return calls;
-  }
-
   it('one script call per check; one more on the first check after another process changes it', async () => {
     const { a, b } = twoProcesses((clock) => [
       redisStore({ client: io, clock }),
       redisStore({ client: node, clock }),
     ]);
     await a.check('warm');
-    let before = await scriptCalls();
+    let before = await scriptCalls(io);
     for (let i = 0; i < 5; i++) await a.check(`t${i}`);
-    expect((await scriptCalls()) - before).toBe(5);
+    expect((await scriptCalls(io)) - before).toBe(5);
 
     await b.setOverride('t0', 'pro');
-    before = await scriptCalls();
+    before = await scriptCalls(io);
     await a.check('t0');
-    expect((await scriptCalls()) - before).toBe(2);
-    before = await scriptCalls();
+    expect((await scriptCalls(io)) - before).toBe(2);
+    before = await scriptCalls(io);
     for (let i = 0; i < 5; i++) await a.check('t0');
-    expect((await scriptCalls()) - before).toBe(5);
+    expect((await scriptCalls(io)) - before).toBe(5);
 
     await b.setOverride('t0', { block: true });
-    before = await scriptCalls();
+    before = await scriptCalls(io);
     expect((await a.check('t0')).rule).toBe('override.block');
     expect((await a.check('t0')).rule).toBe('override.block');
-    expect((await scriptCalls()) - before).toBe(3);
+    expect((await scriptCalls(io)) - before).toBe(3);
   });
 
   it('a cleared block is seen at once despite the deny cache; a raised limit after the cached denial', async () => {

@@ -5,7 +5,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createLimiter, type Limiter, memoryStore, redisStore, type Store } from '../../src/index.js';
-import { freePort, startRedisServer, useRedisServer } from '../support/redis-server.js';
+import { freePort, scriptCalls, startRedisServer, useRedisServer } from '../support/redis-server.js';
 
 let io: Redis;
 useRedisServer((started) => {
@@ -91,13 +91,6 @@ describe.each(setups)('settle on the $name', ({ store }) => {
 });
 
 describe('settle on Redis: round trips, the deny cache and failures', () => {
-  async function scriptCalls(): Promise<number> {
-    const stats = await io.info('commandstats');
-    let calls = 0;
-    for (const match of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
-    return calls;
-  }
-
   it('is one script call, none when the estimate was right', async () => {
     const llm = createLimiter({
       store: redisStore({ client: io }),
@@ -107,11 +100,11 @@ describe('settle on Redis: round trips, the deny cache and failures', () => {
     });
     const exact = await llm.check('org', { cost: 10 });
     const off = await llm.check('org', { cost: 10 });
-    const before = await scriptCalls();
+    const before = await scriptCalls(io);
     await llm.settle(exact, 10);
-    expect((await scriptCalls()) - before).toBe(0);
+    expect((await scriptCalls(io)) - before).toBe(0);
     await llm.settle(off, 3);
-    expect((await scriptCalls()) - before).toBe(1);
+    expect((await scriptCalls(io)) - before).toBe(1);
   });
 
   it('a refund clears this process’s cached denial of the key', async () => {
@@ -124,9 +117,9 @@ describe('settle on Redis: round trips, the deny cache and failures', () => {
     });
     const big = await llm.check('org', { cost: 10 });
     expect((await llm.check('org')).allowed).toBe(false);
-    const before = await scriptCalls();
+    const before = await scriptCalls(io);
     expect((await llm.check('org')).allowed).toBe(false);
-    expect((await scriptCalls()) - before).toBe(0);
+    expect((await scriptCalls(io)) - before).toBe(0);
     await llm.settle(big, 4);
     expect(await llm.check('org')).toMatchObject({ allowed: true, remaining: 5 });
   });
