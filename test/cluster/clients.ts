@@ -19,27 +19,25 @@ import type { RedisCluster } from '../support/redis-cluster.js';
 /** How long ioredis waits for one command's reply before failing it. */
 export const IOREDIS_COMMAND_TIMEOUT_MS = 1000;
 
+/** ioredis and iovalkey share these cluster options: fast failover for tests that cause it. */
+const IOREDIS_STYLE_OPTIONS = {
+  scaleReads: 'master' as const,
+  retryDelayOnFailover: 0,
+  clusterRetryStrategy: (times: number) => Math.min(100 * times, 1000),
+  redisOptions: { commandTimeout: IOREDIS_COMMAND_TIMEOUT_MS },
+};
+
 export type NodeRedisCluster = ReturnType<typeof createCluster>;
 
 export function ioredisCluster(cluster: RedisCluster): IoRedisCluster {
-  const client = new IoRedisCluster(cluster.rootNodes, {
-    scaleReads: 'master',
-    retryDelayOnFailover: 0,
-    clusterRetryStrategy: (times) => Math.min(100 * times, 1000),
-    redisOptions: { commandTimeout: IOREDIS_COMMAND_TIMEOUT_MS },
-  });
+  const client = new IoRedisCluster(cluster.rootNodes, IOREDIS_STYLE_OPTIONS);
   // Node failures are expected in these tests; the commands themselves report them.
   client.on('error', () => {});
   return client;
 }
 
 export function valkeyCluster(cluster: RedisCluster): ValkeyCluster {
-  const client = new ValkeyCluster(cluster.rootNodes, {
-    scaleReads: 'master',
-    retryDelayOnFailover: 0,
-    clusterRetryStrategy: (times) => Math.min(100 * times, 1000),
-    redisOptions: { commandTimeout: IOREDIS_COMMAND_TIMEOUT_MS },
-  });
+  const client = new ValkeyCluster(cluster.rootNodes, IOREDIS_STYLE_OPTIONS);
   client.on('error', () => {});
   return client;
 }
