@@ -103,6 +103,19 @@ describe('memoryStore({ maxKeys })', () => {
     expect(store.size).toBe(500);
   });
 
+  it('regression: a full store dropped two keys for one new key (holding maxKeys − 1; with maxKeys 1, none)', async () => {
+    const rule: RuleOptions = { algorithm: 'fixed-window', limit: 10, window: '1h' };
+    for (const maxKeys of [1, 100]) {
+      const { store, limiter } = floodable(maxKeys, rule);
+      for (let i = 0; i < 1_000; i++) await limiter.check(`key-${i}`);
+      let kept = 0;
+      for (let i = 1_000 - maxKeys; i < 1_000; i++)
+        if ((await limiter.peek(`key-${i}`)).remaining === 8) kept++;
+      expect(kept).toBe(maxKeys);
+      expect(store.size).toBe(maxKeys);
+    }
+  });
+
   it('regression: every check deleted and re-inserted its key in a Map, O(store size) per check of a hot key', async () => {
     // In V8 each Map delete leaves a tombstone on the key's hash chain until the next rehash, so
     // re-inserting one hot key on every use made each lookup of it walk thousands of them.
