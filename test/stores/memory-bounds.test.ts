@@ -103,6 +103,25 @@ describe('memoryStore({ maxKeys })', () => {
     expect(store.size).toBe(500);
   });
 
+  it('finds a key whose state was dropped and written again, though limiters keep a handle to it', async () => {
+    const rule: RuleOptions = { algorithm: 'fixed-window', limit: 10, window: '1h' };
+    const { store, limiter } = floodable(1, rule);
+    const other = createLimiter({ store, rules: rule });
+    const remaining = async (which: typeof limiter, key: string) => (await which.check(key)).remaining;
+    expect(await remaining(limiter, 'a')).toBe(9);
+    expect(await remaining(other, 'a')).toBe(8);
+    // Evicted by b (maxKeys 1): a starts afresh, and its new state is the one both limiters use.
+    expect(await remaining(limiter, 'b')).toBe(9);
+    expect(await remaining(limiter, 'a')).toBe(9);
+    expect(await remaining(other, 'a')).toBe(8);
+    expect(await remaining(limiter, 'a')).toBe(7);
+    // Reset through one limiter, then written again through the other.
+    await limiter.reset('a');
+    expect(await remaining(other, 'a')).toBe(9);
+    expect(await remaining(limiter, 'a')).toBe(8);
+    expect(store.size).toBe(1);
+  });
+
   it('regression: a full store dropped two keys for one new key (holding maxKeys − 1; with maxKeys 1, none)', async () => {
     const rule: RuleOptions = { algorithm: 'fixed-window', limit: 10, window: '1h' };
     for (const maxKeys of [1, 100]) {
