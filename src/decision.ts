@@ -60,36 +60,52 @@ export function decide(
   degraded: Degraded = false,
   plan?: string,
 ): Decision {
-  let allowed = true;
-  for (let i = 0; i < rules.length; i++) if (raw[i * RAW_FIELDS] !== 1) allowed = false;
-  const views: RuleDecision[] = new Array(rules.length);
-  let binding = 0;
-  for (let i = 0; i < rules.length; i++) {
-    const rule = rules[i] as ResolvedRule;
-    const at = i * RAW_FIELDS;
-    const ruleAllowed = raw[at] === 1;
-    const retry = raw[at + 3] as number;
-    views[i] = {
-      rule: rule.name,
-      allowed: ruleAllowed,
-      limit: rule.capacity,
-      windowMs: rule.windowMs,
-      // When every rule allows, the request was consumed: show the state after it.
-      remaining: allowed ? Math.max(0, (raw[at + 1] as number) - cost) : (raw[at + 1] as number),
-      resetMs: allowed ? (raw[at + 4] as number) : (raw[at + 2] as number),
-      retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
-    };
-    const current = views[binding] as RuleDecision;
-    const candidate = views[i] as RuleDecision;
-    if (allowed ? candidate.remaining < current.remaining : candidate.retryAfterMs > current.retryAfterMs)
-      binding = i;
+  let decision: Decision;
+  if (rules.length === 1) {
+    // The usual case, spared the search for the binding rule (and a holey array of views).
+    const only = viewOf(rules[0] as ResolvedRule, raw, 0, raw[0] === 1, cost);
+    decision = withRules(only, only.allowed, [only], degraded);
+  } else {
+    let allowed = true;
+    for (let i = 0; i < rules.length; i++) if (raw[i * RAW_FIELDS] !== 1) allowed = false;
+    const views: RuleDecision[] = new Array(rules.length);
+    let binding = 0;
+    for (let i = 0; i < rules.length; i++) {
+      views[i] = viewOf(rules[i] as ResolvedRule, raw, i * RAW_FIELDS, allowed, cost);
+      const current = views[binding] as RuleDecision;
+      const candidate = views[i] as RuleDecision;
+      if (allowed ? candidate.remaining < current.remaining : candidate.retryAfterMs > current.retryAfterMs)
+        binding = i;
+    }
+    if (!allowed && (views[binding] as RuleDecision).allowed) {
+      binding = views.findIndex((view) => !view.allowed);
+    }
+    decision = withRules(views[binding] as RuleDecision, allowed, views, degraded);
   }
-  if (!allowed && (views[binding] as RuleDecision).allowed) {
-    binding = views.findIndex((view) => !view.allowed);
-  }
-  const decision = withRules(views[binding] as RuleDecision, allowed, views, degraded);
   if (plan !== undefined) decision.plan = plan;
   return decision;
+}
+
+/** One rule's view, from its RAW_FIELDS numbers at `at`; `allowed`: whether every rule allowed. */
+function viewOf(
+  rule: ResolvedRule,
+  raw: ArrayLike<number>,
+  at: number,
+  allowed: boolean,
+  cost: number,
+): RuleDecision {
+  const ruleAllowed = raw[at] === 1;
+  const retry = raw[at + 3] as number;
+  return {
+    rule: rule.name,
+    allowed: ruleAllowed,
+    limit: rule.capacity,
+    windowMs: rule.windowMs,
+    // When every rule allows, the request was consumed: show the state after it.
+    remaining: allowed ? Math.max(0, (raw[at + 1] as number) - cost) : (raw[at + 1] as number),
+    resetMs: allowed ? (raw[at + 4] as number) : (raw[at + 2] as number),
+    retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
+  };
 }
 
 /**
