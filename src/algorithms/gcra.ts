@@ -61,13 +61,14 @@ export const gcra: Algorithm<GcraState> = {
       token: 0,
     };
   },
-  commit(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
+  commit(state, now, cost, { limit: L, windowMs: W, capacity: B }, spare) {
     const ahead = aheadAt(state, now, L, B * W) + cost * W;
     const whole = Math.floor(ahead / L);
-    if (state === undefined) return { tat: now + whole, remainder: ahead - whole * L };
-    state.tat = now + whole;
-    state.remainder = ahead - whole * L;
-    return state;
+    const next = state ?? spare;
+    if (next === undefined) return { tat: now + whole, remainder: ahead - whole * L };
+    next.tat = now + whole;
+    next.remainder = ahead - whole * L;
+    return next;
   },
   settle(state, now, { reserved, actual }, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;

@@ -49,12 +49,13 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
       token: 0,
     };
   },
-  commit(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
+  commit(state, now, cost, { limit: L, windowMs: W, capacity: B }, spare) {
     const tokens = tokensAt(state, now, L, B * W) - cost * W;
-    if (state === undefined) return { tokens, at: now };
-    state.tokens = tokens;
-    state.at = now;
-    return state;
+    const next = state ?? spare;
+    if (next === undefined) return { tokens, at: now };
+    next.tokens = tokens;
+    next.at = now;
+    return next;
   },
   settle(state, now, { reserved, actual }, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;

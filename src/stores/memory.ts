@@ -233,7 +233,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         const rule = rules[i] as ResolvedRule;
         const slot = slotOf(chain, rule.keyTail);
         const state = liveState(slot, now);
-        const next = rule.algorithm.commit(state, now, cost, rule);
+        // An expired state, for the algorithm to overwrite rather than allocate one (see Algorithm.commit).
+        const spare = state === undefined ? slot?.state : undefined;
+        const next = rule.algorithm.commit(state, now, cost, rule, spare);
         // The committed state lasts until the quota would be fully restored (resetAfterMs).
         chain = write(head, chain, slot, rule.keyTail, next, now + (raw[i * RAW_FIELDS + 4] as number));
       }
