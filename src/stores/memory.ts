@@ -201,6 +201,27 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     return entry;
   }
 
+  /**
+   * Commits `rule` to `slot` (found in the chain starting at `first`, or none; `state` is its live
+   * state), the new state lasting `resetAfterMs`. Returns the chain's first slot.
+   */
+  function commitRule(
+    head: string,
+    first: Slot | undefined,
+    slot: Slot | undefined,
+    state: unknown,
+    rule: ResolvedRule,
+    cost: number,
+    now: number,
+    resetAfterMs: number,
+  ): Slot {
+    // An expired state, for the algorithm to overwrite rather than allocate one (see Algorithm.commit).
+    const spare = state === undefined ? slot?.state : undefined;
+    const next = rule.algorithm.commit(state, now, cost, rule, spare);
+    // The committed state lasts until the quota would be fully restored (resetAfterMs).
+    return write(head, first, slot, rule.keyTail, next, now + resetAfterMs);
+  }
+
   /** Evaluates `rules` on the chain starting at `first` and, if all allow and `consume`, commits them. */
   function run(
     head: string,
@@ -211,13 +232,34 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     now: number,
   ): number[] {
     const count = rules.length;
+    if (count === 1) {
+      // The usual case: the slot is found once, and the numbers are one packed literal (measured
+      // ~1.07x the loop below, whose holey array is filled field by field).
+      const rule = rules[0] as ResolvedRule;
+      const slot = slotOf(first, rule.keyTail);
+      const state = liveState(slot, now);
+      const { allowed, remaining, resetMs, retryAfterMs, resetAfterMs, token } = rule.algorithm.evaluate(
+        state,
+        now,
+        cost,
+        rule,
+      );
+      if (allowed && consume) {
+        commitRule(head, first, slot, state, rule, cost, now, resetAfterMs);
+        reclaim(now);
+      }
+      return [allowed ? 1 : 0, remaining, resetMs, retryAfterMs, resetAfterMs, token];
+    }
     const raw: number[] = new Array(count * RAW_FIELDS);
     let allAllowed = true;
     for (let i = 0; i < count; i++) {
       const rule = rules[i] as ResolvedRule;
-      const slot = slotOf(first, rule.keyTail);
-      const state = liveState(slot, now);
-      const evaluation = rule.algorithm.evaluate(state, now, cost, rule);
+      const evaluation = rule.algorithm.evaluate(
+        liveState(slotOf(first, rule.keyTail), now),
+        now,
+        cost,
+        rule,
+      );
       allAllowed &&= evaluation.allowed;
       const at = i * RAW_FIELDS;
       raw[at] = evaluation.allowed ? 1 : 0;
@@ -232,12 +274,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       for (let i = 0; i < count; i++) {
         const rule = rules[i] as ResolvedRule;
         const slot = slotOf(chain, rule.keyTail);
-        const state = liveState(slot, now);
-        // An expired state, for the algorithm to overwrite rather than allocate one (see Algorithm.commit).
-        const spare = state === undefined ? slot?.state : undefined;
-        const next = rule.algorithm.commit(state, now, cost, rule, spare);
-        // The committed state lasts until the quota would be fully restored (resetAfterMs).
-        chain = write(head, chain, slot, rule.keyTail, next, now + (raw[i * RAW_FIELDS + 4] as number));
+        const resetAfterMs = raw[i * RAW_FIELDS + 4] as number;
+        chain = commitRule(head, chain, slot, liveState(slot, now), rule, cost, now, resetAfterMs);
       }
       reclaim(now);
     }
