@@ -52,22 +52,16 @@ function buildScript(codes: readonly number[]): string {
 }
 
 const TEMPLATE = `-- floodgate: every operation on one key, rules all or nothing
--- The functions called per check, as locals: a global lookup per call measurably costs.
-local call = redis.call
-local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
-local match, gmatch, format, tonumber, unpack = string.match, string.gmatch, string.format, tonumber, unpack
-local mode = ARGV[1]
-if mode == 'r' then return call('DEL', unpack(KEYS, 2)) end
-if mode == 'x' then return call('DEL', KEYS[1]) end
-if mode == 'g' then return call('HSET', KEYS[1], ARGV[2], ARGV[4]) end
-if mode == 'd' then return call('HDEL', KEYS[1], ARGV[2]) end
-
--- The server's clock, so gateway pods whose own clocks disagree still decide identically.
-local now = tonumber(ARGV[3])
-if now < 0 then
-  local t = call('TIME')
-  now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+-- This call's redis.call, KEYS, ARGV and clock: set by run() on each call, read by the helpers
+-- below as upvalues.
+local call, KEYS, ARGV, now
+-- The library functions called per check, as locals: a global lookup per call measurably
+-- costs. Bound by run() on its first call: a function library's body runs once, at FUNCTION
+-- LOAD, where no global but the library API exists (an EVAL runs it on every call).
+local function libraryFunctions()
+  return math.floor, math.ceil, math.max, math.min, string.match, string.gmatch, string.format, tonumber, unpack
 end
+local floor, ceil, max, min, match, gmatch, format, tonumber, unpack
 -- Integers as exact decimal strings (tostring would switch to exponent notation past 14 digits).
 local function fmt(x) return format('%d', x) end
 
@@ -76,7 +70,7 @@ local function fmt(x) return format('%d', x) end
 -- is its redis.call count). Writes go through put/del, which remember them, so a key that is
 -- checked twice in one batch reads its own write. Non-string keys (sliding-log's sorted set)
 -- read as false here and are used through their own commands.
-local VALUES, WRITTEN = {}, {}
+local VALUES, WRITTEN
 local function get(k)
   local written = WRITTEN[KEYS[k]]
   if written ~= nil then return written end
@@ -103,30 +97,6 @@ local function liveOverride(stored)
   if e > now then return value, e - now end
 end
 
-if mode == 'o' then
-  local ttl = tonumber(ARGV[2])
-  if ttl > 0 then
-    call('SET', KEYS[1], fmt(now + ttl) .. ':' .. ARGV[4], 'PX', ttl)
-    return now + ttl
-  end
-  call('SET', KEYS[1], '0:' .. ARGV[4])
-  return 0
-end
-if mode == 'l' then
-  local entries, reply = call('HGETALL', KEYS[1]), {}
-  for i = 1, #entries, 2 do
-    local value, remaining = liveOverride(entries[i + 1])
-    if value then
-      reply[#reply + 1] = entries[i]
-      reply[#reply + 1] = remaining
-      reply[#reply + 1] = value
-    else
-      call('HDEL', KEYS[1], entries[i])
-    end
-  end
-  return reply
-end
-
 local NEVER = -1
 local EVALUATORS, SETTLERS = {}, {}
 local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W = {}, {}, {}, {}, {}, {}
@@ -138,21 +108,6 @@ local function adjust(used, delta, most)
 end
 
 __ALGORITHMS__
-
-VALUES = call('MGET', unpack(KEYS))
-
-if mode == 's' then
-  local reserved = tonumber(ARGV[2])
-  local delta = tonumber(ARGV[4]) - reserved
-  local k, a = 2, 6
-  for i = 1, tonumber(ARGV[5]) do
-    local code = tonumber(ARGV[a])
-    SETTLERS[code](k, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), reserved, delta)
-    k = k + KEY_COUNTS[code]
-    a = a + 5
-  end
-  return 1
-end
 
 -- One check or peek of one user key, its reply appended to 'out' after position n (see the
 -- header). Its keys start at KEYS[k] (the override key); 'rules' is its rule set, each rule
@@ -210,36 +165,103 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
   return n, k
 end
 
--- 'b': a batch of checks and peeks, on one clock. Rule sets come first, once each; a check
--- names its set by number. Most checks of a batch share one "mode:cost:set:seen" string: it is
--- parsed once per call.
-local ruleSets, a = {}, 5
-for s = 1, tonumber(ARGV[4]) do
-  local set = {}
-  for code, limit, window, capacity in gmatch(ARGV[a], '(%d+),(%d+),(%d+),(%d+)') do
-    set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity) }
+-- One call: KEYS and ARGV as described in the header of script.ts.
+local function run(keys, args)
+  if not unpack then
+    floor, ceil, max, min, match, gmatch, format, tonumber, unpack = libraryFunctions()
   end
-  ruleSets[s] = set
-  a = a + 1
-end
-local described = {}
-local out, n, k = {}, 0, 1
-for c = 1, tonumber(ARGV[2]) do
-  local check = described[ARGV[a]]
-  if not check then
-    local mode, cost, set, seen = match(ARGV[a], '^(%a):(%d+):(%d+):(.*)$')
-    check = { mode, tonumber(cost), ruleSets[tonumber(set)], seen }
-    described[ARGV[a]] = check
+  call, KEYS, ARGV = redis.call, keys, args
+  local mode = ARGV[1]
+  if mode == 'r' then return call('DEL', unpack(KEYS, 2)) end
+  if mode == 'x' then return call('DEL', KEYS[1]) end
+  if mode == 'g' then return call('HSET', KEYS[1], ARGV[2], ARGV[4]) end
+  if mode == 'd' then return call('HDEL', KEYS[1], ARGV[2]) end
+
+  -- The server's clock, so gateway pods whose own clocks disagree still decide identically.
+  now = tonumber(ARGV[3])
+  if now < 0 then
+    local t = call('TIME')
+    now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
   end
-  n, k = checkOne(out, n, k, check[3], check[1], check[2], check[4])
-  a = a + 1
+
+  if mode == 'o' then
+    local ttl = tonumber(ARGV[2])
+    if ttl > 0 then
+      call('SET', KEYS[1], fmt(now + ttl) .. ':' .. ARGV[4], 'PX', ttl)
+      return now + ttl
+    end
+    call('SET', KEYS[1], '0:' .. ARGV[4])
+    return 0
+  end
+  if mode == 'l' then
+    local entries, reply = call('HGETALL', KEYS[1]), {}
+    for i = 1, #entries, 2 do
+      local value, remaining = liveOverride(entries[i + 1])
+      if value then
+        reply[#reply + 1] = entries[i]
+        reply[#reply + 1] = remaining
+        reply[#reply + 1] = value
+      else
+        call('HDEL', KEYS[1], entries[i])
+      end
+    end
+    return reply
+  end
+
+  VALUES, WRITTEN = call('MGET', unpack(KEYS)), {}
+
+  if mode == 's' then
+    local reserved = tonumber(ARGV[2])
+    local delta = tonumber(ARGV[4]) - reserved
+    local k, a = 2, 6
+    for i = 1, tonumber(ARGV[5]) do
+      local code = tonumber(ARGV[a])
+      SETTLERS[code](k, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), reserved, delta)
+      k = k + KEY_COUNTS[code]
+      a = a + 5
+    end
+    return 1
+  end
+
+  -- 'b': a batch of checks and peeks, on one clock. Rule sets come first, once each; a check
+  -- names its set by number. Most checks of a batch share one "mode:cost:set:seen" string: it is
+  -- parsed once per call.
+  local ruleSets, a = {}, 5
+  for s = 1, tonumber(ARGV[4]) do
+    local set = {}
+    for code, limit, window, capacity in gmatch(ARGV[a], '(%d+),(%d+),(%d+),(%d+)') do
+      set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity) }
+    end
+    ruleSets[s] = set
+    a = a + 1
+  end
+  local described = {}
+  local out, n, k = {}, 0, 1
+  for c = 1, tonumber(ARGV[2]) do
+    local check = described[ARGV[a]]
+    if not check then
+      local mode, cost, set, seen = match(ARGV[a], '^(%a):(%d+):(%d+):(.*)$')
+      check = { mode, tonumber(cost), ruleSets[tonumber(set)], seen }
+      described[ARGV[a]] = check
+    end
+    n, k = checkOne(out, n, k, check[3], check[1], check[2], check[4])
+    a = a + 1
+  end
+  return out
 end
-return out
 `;
 
 export interface Script {
+  /** The source as EVAL runs it. */
   readonly text: string;
   readonly sha: string;
+  /**
+   * The same code as a Redis Functions library (Redis 7+, Valkey), whose body runs once at
+   * FUNCTION LOAD: a call then runs only the operation, not the definitions of every helper.
+   */
+  readonly library: string;
+  /** The library's name, which is also its one function's name (unique per script text). */
+  readonly functionName: string;
 }
 
 const scripts = new Map<string, Script>();
@@ -250,8 +272,15 @@ export function scriptFor(codes: readonly number[]): Script {
   const id = sorted.join(',');
   let script = scripts.get(id);
   if (script === undefined) {
-    const text = buildScript(sorted);
-    script = { text, sha: createHash('sha1').update(text).digest('hex') };
+    const body = buildScript(sorted);
+    // EVAL's KEYS and ARGV are globals, which the body shadows with its per-call upvalues.
+    const text = `local CALL_KEYS, CALL_ARGV = KEYS, ARGV\n${body}\nreturn run(CALL_KEYS, CALL_ARGV)\n`;
+    const sha = createHash('sha1').update(text).digest('hex');
+    // Named after the content, so two versions of Floodgate sharing a server never replace
+    // each other's library with a different one.
+    const functionName = `floodgate_${sha.slice(0, 20)}`;
+    const library = `#!lua name=${functionName}\n${body}\nredis.register_function('${functionName}', run)\n`;
+    script = { text, sha, library, functionName };
     scripts.set(id, script);
   }
   return script;

@@ -14,18 +14,38 @@ export interface ScriptRunner {
   readonly partitioned?: boolean;
   evalSha(sha: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /**
+   * Calls a Redis function (`FCALL`, Redis 7+ and Valkey). Optional: without it, and without
+   * `loadLibrary`, the store runs its script by `EVALSHA`.
+   */
+  fcall?(name: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /** Loads a function library (`FUNCTION LOAD REPLACE`) on every node that serves keys (every master of a cluster). */
+  loadLibrary?(code: string): Promise<void>;
 }
 
 /** ioredis / iovalkey: `evalsha(sha, numKeys, ...keys, ...args)`. */
 interface IoRedisLike {
   evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  fcall?(name: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  call?(command: string, ...args: string[]): Promise<unknown>;
+  /** Only on a Cluster: its connections, e.g. to every master. */
+  nodes?(role: 'master'): IoRedisLike[];
 }
 
 /** node-redis v4/v5: `evalSha(sha, { keys, arguments })`. */
 interface NodeRedisLike {
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  fCall?(name: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  functionLoad?(code: string, options: { REPLACE: boolean }): Promise<unknown>;
+}
+
+/** A node-redis cluster: its masters, and a connected client for one of them. */
+interface NodeRedisClusterLike {
+  readonly masters?: readonly unknown[];
+  getMasters?(): readonly unknown[];
+  nodeClient(node: unknown): NodeRedisLike | Promise<NodeRedisLike>;
 }
 
 /** A Redis client Floodgate can use: ioredis, iovalkey, node-redis, or a `ScriptRunner`. */
@@ -39,25 +59,67 @@ function hasMethods(client: unknown, ...names: string[]): boolean {
   );
 }
 
+/** FUNCTION LOAD through ioredis: on every master of a Cluster, or on the one server. */
+function ioRedisLibraryLoader(io: IoRedisLike): ((code: string) => Promise<void>) | undefined {
+  if (typeof io.call !== 'function') return undefined;
+  return async (code) => {
+    const nodes = typeof io.nodes === 'function' ? io.nodes('master') : [io];
+    await Promise.all(nodes.map((node) => node.call?.('FUNCTION', 'LOAD', 'REPLACE', code)));
+  };
+}
+
+/** FUNCTION LOAD through node-redis: on every master of a cluster, or on the one client. */
+function nodeRedisLibraryLoader(node: NodeRedisLike): ((code: string) => Promise<void>) | undefined {
+  if (typeof node.functionLoad !== 'function') return undefined;
+  if (!hasMethods(node, 'nodeClient')) {
+    return async (code) => {
+      await node.functionLoad?.(code, { REPLACE: true });
+    };
+  }
+  const cluster = node as unknown as NodeRedisClusterLike;
+  return async (code) => {
+    const masters = cluster.masters ?? cluster.getMasters?.() ?? [];
+    await Promise.all(
+      masters.map(async (master) => {
+        const client = await cluster.nodeClient(master);
+        await client.functionLoad?.(code, { REPLACE: true });
+      }),
+    );
+  };
+}
+
 /** Wraps a supported client in a `ScriptRunner`; throws a TypeError naming `client` otherwise. */
 export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner {
   if (hasMethods(client, 'evalsha', 'eval')) {
     const io = client as IoRedisLike;
+    const loadLibrary = ioRedisLibraryLoader(io);
+    const fcall = io.fcall;
     return {
       partitioned: (client as { isCluster?: unknown }).isCluster === true,
       evalSha: (sha, keys, args) => io.evalsha(sha, keys.length, ...keys, ...args),
       eval: (script, keys, args) => io.eval(script, keys.length, ...keys, ...args),
+      ...(typeof fcall === 'function' && loadLibrary !== undefined
+        ? { fcall: (name, keys, args) => fcall.call(io, name, keys.length, ...keys, ...args), loadLibrary }
+        : {}),
     };
   }
   // node-redis shares the method names of a ScriptRunner but takes an options object; its
   // clients, clusters and sentinels all have `sendCommand`, which a ScriptRunner need not have.
   if (hasMethods(client, 'evalSha', 'eval', 'sendCommand')) {
     const node = client as NodeRedisLike;
+    const loadLibrary = nodeRedisLibraryLoader(node);
+    const fCall = node.fCall;
     return {
       // Only node-redis clusters can list their masters.
       partitioned: hasMethods(client, 'getMasters'),
       evalSha: (sha, keys, args) => node.evalSha(sha, { keys: [...keys], arguments: [...args] }),
       eval: (script, keys, args) => node.eval(script, { keys: [...keys], arguments: [...args] }),
+      ...(typeof fCall === 'function' && loadLibrary !== undefined
+        ? {
+            fcall: (name, keys, args) => fCall.call(node, name, { keys: [...keys], arguments: [...args] }),
+            loadLibrary,
+          }
+        : {}),
     };
   }
   if (hasMethods(client, 'evalSha', 'eval')) return client as ScriptRunner;
@@ -78,4 +140,22 @@ export function isNoScriptError(error: unknown): boolean {
  */
 export function isTryAgainError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('TRYAGAIN');
+}
+
+/** Whether an error is Redis saying it has no function of that name (restart, FUNCTION FLUSH, new node): nothing ran. */
+export function isFunctionMissingError(error: unknown): boolean {
+  return error instanceof Error && error.message.includes('Function not found');
+}
+
+/**
+ * Whether an error says this server or user cannot use Redis Functions at all: a server before
+ * 7.0 (unknown command), a proxy that does not pass them on, or an ACL that denies FCALL or
+ * FUNCTION (NOPERM). The command did not run.
+ */
+export function isFunctionsUnavailableError(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    (error.message.startsWith('NOPERM') ||
+      /unknown command|unsupported command|not supported/i.test(error.message))
+  );
 }

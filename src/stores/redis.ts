@@ -1,11 +1,15 @@
 /**
  * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock;
  * checks issued together share that call (see redis-batch.ts).
- * The script is called by SHA; only when the server answers NOSCRIPT is it sent in full (which
- * also caches it again). On a cluster, a TRYAGAIN answer (the key's slot is mid-migration) is
- * retried after a short pause. Both answers mean the script did not run; any other failure is
- * passed on and never replayed, because a call that timed out or failed may already have been
- * applied.
+ * On Redis 7+ (and Valkey) the script is a function library, loaded once (on every master of a
+ * cluster) and called by name (FCALL): a call then runs only the operation, not the script's
+ * whole body. Where the library is missing (restart, FUNCTION FLUSH, a new node) it is loaded
+ * again; where functions cannot be used (Redis 6, an ACL without FCALL or FUNCTION, a proxy) the
+ * store falls back to EVALSHA for good. By SHA, only when the server answers NOSCRIPT is the
+ * script sent in full (which also caches it again). On a cluster, a TRYAGAIN answer (the key's
+ * slot is mid-migration) is retried after a short pause. All these answers mean the script did
+ * not run; any other failure is passed on and never replayed, because a call that timed out or
+ * failed may already have been applied.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BASE_SCRIPT, type Script, scriptFor } from '../algorithms/script.js';
@@ -16,6 +20,8 @@ import type { ResolvedRule } from '../rules.js';
 import { rejectUnknownOptions } from './options.js';
 import { createBatcher } from './redis-batch.js';
 import {
+  isFunctionMissingError,
+  isFunctionsUnavailableError,
   isNoScriptError,
   isTryAgainError,
   type RedisClientLike,
@@ -33,9 +39,15 @@ export interface RedisStoreOptions {
    * simulations: in production every gateway must share the server's clock.
    */
   clock?: () => number;
+  /**
+   * Run the script as a Redis function (FUNCTION LOAD once, then FCALL) where the server allows
+   * it, falling back to EVALSHA where it does not. Default true. False: EVALSHA only, and no
+   * library is ever loaded on the server.
+   */
+  functions?: boolean;
 }
 
-const REDIS_STORE_OPTIONS = ['client', 'clock'];
+const REDIS_STORE_OPTIONS = ['client', 'clock', 'functions'];
 
 /**
  * TRYAGAIN retries: pauses of 10, 20, 40, 80 and 160 ms, about as long as a slot migration takes
@@ -43,6 +55,9 @@ const REDIS_STORE_OPTIONS = ['client', 'clock'];
  */
 const TRYAGAIN_RETRIES = 5;
 const TRYAGAIN_FIRST_DELAY_MS = 10;
+
+/** A function call that did not run (no function, or none allowed): go by EVALSHA. */
+const NOT_RUN: unique symbol = Symbol('floodgate.notRun');
 
 /** What the script needs to know of one rule list (keys, script, rule set), computed once per list. */
 const describedRules = new WeakMap<
@@ -94,12 +109,64 @@ export function redisStore(options: RedisStoreOptions): Store {
   if (clock !== undefined && typeof clock !== 'function') {
     throw new TypeError(`redisStore clock: expected a function, got ${describe(clock)}`);
   }
+  if (options.functions !== undefined && typeof options.functions !== 'boolean') {
+    throw new TypeError(`redisStore functions: expected true or false, got ${describe(options.functions)}`);
+  }
+  // Turned off for good the first time the server or the user's ACL refuses functions.
+  let functions =
+    options.functions !== false && runner.fcall !== undefined && runner.loadLibrary !== undefined;
 
   // Full sends of a script in flight, by SHA: after a restart or SCRIPT FLUSH, the calls that all
   // met NOSCRIPT at once wait for one send instead of each sending the whole script.
   const sending = new Map<string, Promise<unknown>>();
 
+  // Library loads in flight, by name: the calls that all met "Function not found" at once wait
+  // for one load.
+  const loading = new Map<string, Promise<boolean>>();
+
+  /** Loads the script's library; false when it could not be loaded (the call falls back to EVALSHA). */
+  function loadLibrary(script: Script): Promise<boolean> {
+    let load = loading.get(script.functionName);
+    if (load === undefined) {
+      load = (runner.loadLibrary as (code: string) => Promise<void>)(script.library).then(
+        () => true,
+        (error: unknown) => {
+          if (isFunctionsUnavailableError(error)) functions = false;
+          return false;
+        },
+      );
+      loading.set(script.functionName, load);
+      load.finally(() => loading.delete(script.functionName));
+    }
+    return load;
+  }
+
+  /**
+   * FCALL, loading the library where it is missing. Resolves NOT_RUN when the function could not
+   * be called (nothing ran): the caller then goes by EVALSHA.
+   */
+  async function callFunction(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    const fcall = runner.fcall as NonNullable<ScriptRunner['fcall']>;
+    for (let loaded = false; ; loaded = true) {
+      try {
+        return await fcall(script.functionName, keys, args);
+      } catch (error) {
+        if (isFunctionsUnavailableError(error)) {
+          functions = false;
+          return NOT_RUN;
+        }
+        if (!isFunctionMissingError(error)) throw error;
+      }
+      // Loaded and still missing: the key's node was not among the masters the client knew.
+      if (loaded || !(await loadLibrary(script))) return NOT_RUN;
+    }
+  }
+
   async function runOnce(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    if (functions) {
+      const reply = await callFunction(script, keys, args);
+      if (reply !== NOT_RUN) return reply;
+    }
     try {
       return await runner.evalSha(script.sha, keys, args);
     } catch (error) {

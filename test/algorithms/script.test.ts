@@ -1,17 +1,25 @@
 /**
- * The one check script: its SHA is pinned so an edit is always deliberate, it survives the
- * server forgetting it (NOSCRIPT) without counting anything twice, and no call is ever re-sent
- * after any other failure, since such a call may already have been applied.
+ * The one check script: its SHA is pinned so an edit is always deliberate; it runs as a Redis
+ * function where the server allows it and by EVALSHA where it does not; it survives the server
+ * forgetting it (FUNCTION FLUSH, NOSCRIPT) without counting anything twice, and no call is ever
+ * re-sent after any other failure, since such a call may already have been applied.
  */
 
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../../src/algorithms/script.js';
-import { createLimiter, type Limiter, redisStore, type ScriptRunner } from '../../src/index.js';
+import { ALGORITHMS } from '../../src/algorithms/index.js';
+import { CHECK_SCRIPT, CHECK_SCRIPT_SHA, scriptFor } from '../../src/algorithms/script.js';
+import {
+  createLimiter,
+  type Limiter,
+  type RedisStoreOptions,
+  redisStore,
+  type ScriptRunner,
+} from '../../src/index.js';
 import { type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
-const PINNED_SHA = '859edce38b42603cb43e6775d14f70eba85ee007';
+const PINNED_SHA = 'b088c3ddbf54f724fe7d362824a1cfd02b558b6c';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
@@ -25,15 +33,23 @@ useRedisServerWithNodeRedis((started) => {
 interface Calls {
   evalSha: number;
   eval: number;
+  fcall?: number;
+  loadLibrary?: number;
 }
 
 /**
  * A ScriptRunner over a real ioredis client that counts calls. `fail` decides per call whether
  * to fail it, and whether the failure happens before the call reaches Redis or after Redis
- * has applied it (as a timeout would).
+ * has applied it (as a timeout would). With `functions`, it also calls and loads functions;
+ * `fcallCommand` names the command it sends for FCALL (an unknown one gets Redis's real error).
  */
-function countingRunner(fail: (call: number) => 'before' | 'after' | undefined = () => undefined) {
-  const calls: Calls = { evalSha: 0, eval: 0 };
+function countingRunner(
+  fail: (call: number) => 'before' | 'after' | undefined = () => undefined,
+  functions?: { fcallCommand: string },
+) {
+  const calls: Calls = functions
+    ? { evalSha: 0, eval: 0, fcall: 0, loadLibrary: 0 }
+    : { evalSha: 0, eval: 0 };
   let call = 0;
   async function send(run: () => Promise<unknown>): Promise<unknown> {
     const failure = fail(call++);
@@ -51,14 +67,27 @@ function countingRunner(fail: (call: number) => 'before' | 'after' | undefined =
       calls.eval++;
       return send(() => ioredis.eval(script, keys.length, ...keys, ...args));
     },
+    ...(functions && {
+      fcall(name, keys, args) {
+        calls.fcall = (calls.fcall ?? 0) + 1;
+        return send(() => ioredis.call(functions.fcallCommand, name, keys.length, ...keys, ...args));
+      },
+      async loadLibrary(code) {
+        calls.loadLibrary = (calls.loadLibrary ?? 0) + 1;
+        await ioredis.call('FUNCTION', 'LOAD', 'REPLACE', code);
+      },
+    }),
   };
   return { runner, calls };
 }
 
-function limiterOn(client: ScriptRunner | Redis | NodeRedisClient): Limiter {
+function limiterOn(
+  client: ScriptRunner | Redis | NodeRedisClient,
+  options: Omit<RedisStoreOptions, 'client'> = {},
+): Limiter {
   return createLimiter({
     timeout: SLOW_MACHINE_TIMEOUT,
-    store: redisStore({ client }),
+    store: redisStore({ ...options, client }),
     prefix: 'script',
     rules: [
       { name: 'log', algorithm: 'sliding-log', limit: 10, window: '1h' },
@@ -90,12 +119,124 @@ describe('the check script', () => {
   });
 });
 
+describe('as a Redis function', () => {
+  /** The script of limiterOn's rules (sliding-log and token-bucket). */
+  const limiterScript = scriptFor([ALGORITHMS['sliding-log'].code, ALGORITHMS['token-bucket'].code]);
+
+  /** Calls of a command the server has run since the last CONFIG RESETSTAT. */
+  async function commandCalls(command: string): Promise<number> {
+    const stats = await ioredis.info('commandstats');
+    return Number(stats.match(new RegExp(`cmdstat_${command}:calls=(\\d+)`))?.[1] ?? 0);
+  }
+
+  it('loads as a library named after the script, with one function of that name', async () => {
+    const script = scriptFor([1, 3]);
+    expect(script.functionName).toMatch(/^floodgate_[0-9a-f]{20}$/);
+    expect(script.functionName).toBe(`floodgate_${script.sha.slice(0, 20)}`);
+    expect(await ioredis.call('FUNCTION', 'LOAD', 'REPLACE', script.library)).toBe(script.functionName);
+    const listed = (await ioredis.call(
+      'FUNCTION',
+      'LIST',
+      'LIBRARYNAME',
+      script.functionName,
+    )) as unknown[][];
+    expect(JSON.stringify(listed)).toContain(`"name","${script.functionName}"`);
+  });
+
+  it.each([
+    ['ioredis', () => ioredis],
+    ['node-redis', () => nodeRedis],
+  ] as const)(
+    '%s: checks go by FCALL and survive FUNCTION FLUSH, nothing counted twice',
+    async (_name, client) => {
+      const limiter = limiterOn(client());
+      const key = `fflush-${keys++}`;
+      await ioredis.config('RESETSTAT');
+      expect(await remainingAfterChecks(limiter, key, 3)).toEqual([9, 8, 7]);
+      for (let flush = 0; flush < 3; flush++) {
+        await ioredis.call('FUNCTION', 'FLUSH');
+        expect(await remainingAfterChecks(limiter, key, 2)).toEqual([6 - 2 * flush, 5 - 2 * flush]);
+      }
+      // 9 checks, plus one call per flush that found no function; never by EVALSHA or EVAL.
+      expect(await commandCalls('fcall')).toBeGreaterThanOrEqual(9);
+      expect(await commandCalls('evalsha')).toBe(0);
+      expect(await commandCalls('eval')).toBe(0);
+      expect(await commandCalls('function\\|load')).toBeGreaterThanOrEqual(3);
+    },
+  );
+
+  it('loads the library once, only when the function is missing', async () => {
+    const { runner, calls } = countingRunner(undefined, { fcallCommand: 'FCALL' });
+    const limiter = limiterOn(runner);
+    const key = `fcounted-${keys++}`;
+    await ioredis.call('FUNCTION', 'FLUSH');
+    expect(await remainingAfterChecks(limiter, key, 1)).toEqual([9]);
+    expect(calls).toEqual({ evalSha: 0, eval: 0, fcall: 2, loadLibrary: 1 });
+    expect(await remainingAfterChecks(limiter, key, 2)).toEqual([8, 7]);
+    expect(calls).toEqual({ evalSha: 0, eval: 0, fcall: 4, loadLibrary: 1 });
+  });
+
+  it('with functions: false, never calls or loads a function', async () => {
+    const { runner, calls } = countingRunner(undefined, { fcallCommand: 'FCALL' });
+    const limiter = limiterOn(runner, { functions: false });
+    await ioredis.script('LOAD', limiterScript.text);
+    expect(await remainingAfterChecks(limiter, `foff-${keys++}`, 2)).toEqual([9, 8]);
+    expect(calls).toEqual({ evalSha: 2, eval: 0, fcall: 0, loadLibrary: 0 });
+  });
+
+  it('a server without functions (unknown command): EVALSHA from then on, nothing counted twice', async () => {
+    // FCALLX draws Redis's own "unknown command" error, as FCALL does on Redis 6.
+    const { runner, calls } = countingRunner(undefined, { fcallCommand: 'FCALLX' });
+    const limiter = limiterOn(runner);
+    const key = `fnone-${keys++}`;
+    expect(await remainingAfterChecks(limiter, key, 3)).toEqual([9, 8, 7]);
+    expect(calls).toEqual({ evalSha: 3, eval: 0, fcall: 1, loadLibrary: 0 });
+  });
+
+  it.each([
+    ['FCALL denied', '-fcall'],
+    ['FUNCTION LOAD denied', '-function'],
+  ])('an ACL user with %s: EVALSHA from then on, nothing counted twice', async (_name, rule) => {
+    const user = `fg-${rule.slice(1)}`;
+    await ioredis.call('ACL', 'SETUSER', user, 'reset', 'on', 'nopass', '~*', '&*', '+@all', rule);
+    await ioredis.call('FUNCTION', 'FLUSH');
+    const limited = ioredis.duplicate({ username: user, password: 'unused' });
+    try {
+      await ioredis.config('RESETSTAT');
+      const limiter = limiterOn(limited);
+      const key = `facl-${keys++}`;
+      expect(await remainingAfterChecks(limiter, key, 3)).toEqual([9, 8, 7]);
+      // The first call met the ACL (or a missing function, whose load the ACL refused); EVAL
+      // then cached the script for the rest.
+      expect(await commandCalls('evalsha')).toBe(3);
+      expect(await commandCalls('fcall')).toBe(rule === '-fcall' ? 0 : 1);
+    } finally {
+      limited.disconnect();
+      await ioredis.call('ACL', 'DELUSER', user);
+    }
+  });
+
+  it('a failure after Redis applied an FCALL: degraded, sent once, counted exactly once', async () => {
+    const { runner, calls } = countingRunner((call) => (call === 1 ? 'after' : undefined), {
+      fcallCommand: 'FCALL',
+    });
+    const limiter = limiterOn(runner);
+    const key = `fafter-${keys++}`;
+    await ioredis.call('FUNCTION', 'LOAD', 'REPLACE', limiterScript.library);
+    expect(await remainingAfterChecks(limiter, key, 1)).toEqual([9]);
+    expect((await limiter.check(key)).degraded).toBe('error');
+    expect(calls.fcall).toBe(2);
+    expect(calls.evalSha).toBe(0);
+    expect(await remainingAfterChecks(limiter, key, 1)).toEqual([7]);
+  });
+});
+
 describe('NOSCRIPT after SCRIPT FLUSH', () => {
   it.each([
     ['ioredis', () => ioredis],
     ['node-redis', () => nodeRedis],
   ] as const)('%s: checks keep working, nothing counted twice', async (_name, client) => {
-    const limiter = limiterOn(client());
+    const limiter = limiterOn(client(), { functions: false });
     const key = `flush-${keys++}`;
     expect(await remainingAfterChecks(limiter, key, 3)).toEqual([9, 8, 7]);
     for (let flush = 0; flush < 3; flush++) {

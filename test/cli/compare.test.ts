@@ -134,7 +134,7 @@ describe('floodgate compare', () => {
     expect(result.stdout).toMatch(/fixed-window\s+20\s+0\s+20 \(2\.00×\)/);
     expect(result.stdout).toMatch(/sliding-log\s+10\s+10\s+10 \(1\.00×\)/);
     expect(result.stdout).toContain('n/a (use --redis)');
-    expect(result.stdout).toContain('≤ 1 (one EVALSHA, shared by checks issued together)');
+    expect(result.stdout).toContain('≤ 1 (one script call, shared by checks issued together)');
     expect(result.stdout).toContain(`Chart written to ${svg}`);
     const content = await readFile(svg, 'utf8');
     expect(content.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
@@ -163,7 +163,7 @@ describe('floodgate compare', () => {
     expect(text).toContain('<pre>floodgate compare: limit 5 per 1s');
   });
 
-  it('measures Redis memory per key and one EVALSHA per decision on a real Redis, and cleans up', async () => {
+  it('measures Redis memory per key and one script call per decision on a real Redis, and cleans up', async () => {
     const result = await runCli([
       'compare',
       '--scenario',

@@ -13,7 +13,7 @@
 import { Cluster as IoRedisCluster } from 'ioredis';
 import { Cluster as ValkeyCluster } from 'iovalkey';
 import { createCluster } from 'redis';
-import { redisStore, type Store } from '../../src/index.js';
+import { type RedisStoreOptions, redisStore, type Store } from '../../src/index.js';
 import type { RedisCluster } from '../support/redis-cluster.js';
 
 /** How long ioredis waits for one command's reply before failing it. */
@@ -58,6 +58,8 @@ export interface ClusterClients {
   readonly nodeRedis: NodeRedisCluster;
   readonly valkey: ValkeyCluster;
   readonly stores: { readonly name: string; readonly store: Store }[];
+  /** A store per client, with these options too (e.g. `functions: false`). */
+  storesWith(options: Omit<RedisStoreOptions, 'client'>): { readonly name: string; readonly store: Store }[];
   close(): Promise<void>;
 }
 
@@ -65,15 +67,17 @@ export async function connectClients(cluster: RedisCluster): Promise<ClusterClie
   const ioredis = ioredisCluster(cluster);
   const valkey = valkeyCluster(cluster);
   const nodeRedis = await nodeRedisCluster(cluster);
+  const storesWith = (options: Omit<RedisStoreOptions, 'client'>) => [
+    { name: 'ioredis', store: redisStore({ ...options, client: ioredis }) },
+    { name: 'node-redis', store: redisStore({ ...options, client: nodeRedis }) },
+    { name: 'iovalkey', store: redisStore({ ...options, client: valkey }) },
+  ];
   return {
     ioredis,
     nodeRedis,
     valkey,
-    stores: [
-      { name: 'ioredis', store: redisStore({ client: ioredis }) },
-      { name: 'node-redis', store: redisStore({ client: nodeRedis }) },
-      { name: 'iovalkey', store: redisStore({ client: valkey }) },
-    ],
+    stores: storesWith({}),
+    storesWith,
     async close() {
       ioredis.disconnect();
       valkey.disconnect();

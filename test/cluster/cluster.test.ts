@@ -2,11 +2,12 @@
  * Floodgate on a real Redis Cluster (3 masters + 3 replicas), unchanged, through ioredis,
  * node-redis and iovalkey: the shared specification table, one script call on one node per
  * check for any rule combination, the slot spread of client-chosen keys, and the per-node
- * script cache.
+ * function library and script cache.
  */
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHECK_SCRIPT } from '../../src/algorithms/script.js';
+import { ALGORITHM_NAMES, ALGORITHMS } from '../../src/algorithms/index.js';
+import { scriptFor } from '../../src/algorithms/script.js';
 import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { encodeKey, keyHead } from '../../src/keys.js';
 import { runSpecification } from '../algorithms/run-spec.js';
@@ -84,8 +85,9 @@ describe('all five algorithms in one limiter', () => {
   it('is one script call on the one node that owns every key, for every client: no CROSSSLOT', async () => {
     // Keys spread over all masters, hostile ones included.
     const keys = clientKeys().flatMap((family) => family.keys.slice(0, 10));
-    // Cache the script everywhere first, so the count below is of checks alone.
-    await Promise.all(masters.map((port) => nodeCommand(port, 'SCRIPT', 'LOAD', CHECK_SCRIPT)));
+    // Load the library everywhere first, so the count below is of checks alone.
+    const library = scriptFor(ALGORITHM_NAMES.map((name) => ALGORITHMS[name].code)).library;
+    await Promise.all(masters.map((port) => nodeCommand(port, 'FUNCTION', 'LOAD', 'REPLACE', library)));
     await resetStats();
 
     for (const { name, store } of clients.stores) {
@@ -123,9 +125,10 @@ describe('all five algorithms in one limiter', () => {
     }
 
     const checks = clients.stores.length * keys.length * 4;
-    const evalsha = await sumStat('commandstats', 'cmdstat_evalsha', 'calls');
-    expect(sum(evalsha)).toBe(checks);
-    expect(evalsha.every((calls) => calls > 0)).toBe(true);
+    const fcall = await sumStat('commandstats', 'cmdstat_fcall', 'calls');
+    expect(sum(fcall)).toBe(checks);
+    expect(fcall.every((calls) => calls > 0)).toBe(true);
+    expect(sum(await sumStat('commandstats', 'cmdstat_evalsha', 'calls'))).toBe(0);
     expect(sum(await sumStat('commandstats', 'cmdstat_eval', 'calls'))).toBe(0);
     expect(sum(await sumStat('errorstats', 'errorstat_CROSSSLOT', 'count'))).toBe(0);
   });
@@ -208,60 +211,82 @@ describe('hash-slot spread of client-chosen keys', () => {
   });
 });
 
-describe('the script cache is per node', () => {
-  it('SCRIPT FLUSH on every master mid-run: no caller sees an error, nothing is counted twice', async () => {
-    const rules: RuleOptions[] = [
-      { name: 'log', algorithm: 'sliding-log', limit: 1000, window: '1h' },
-      { name: 'bucket', algorithm: 'token-bucket', limit: 1000, window: '1d' },
-    ];
-    const keys = clientKeys().flatMap((family) => family.keys.slice(100, 104));
-    const perStore = 30;
-    await resetStats();
+describe('the function library and the script cache are per node', () => {
+  // A function library is replicated to a master's replicas but not loaded on the other
+  // masters; SCRIPT LOAD is not even replicated. Both can be wiped on a node at any time.
+  it.each([
+    {
+      wipe: 'FUNCTION FLUSH',
+      stores: () => clients.stores,
+      calledBy: 'cmdstat_fcall',
+      // Every master lost the library and had it loaded again.
+      reloaded: async () => sumStat('commandstats', 'cmdstat_function|load', 'calls'),
+    },
+    {
+      wipe: 'SCRIPT FLUSH',
+      stores: () => clients.storesWith({ functions: false }),
+      calledBy: 'cmdstat_evalsha',
+      // Every master lost the script at least once and had it sent again.
+      reloaded: async () => sumStat('errorstats', 'errorstat_NOSCRIPT', 'count'),
+    },
+  ])(
+    '$wipe on every master mid-run: no caller sees an error, nothing is counted twice',
+    async ({ wipe, stores, calledBy, reloaded }) => {
+      const rules: RuleOptions[] = [
+        { name: 'log', algorithm: 'sliding-log', limit: 1000, window: '1h' },
+        { name: 'bucket', algorithm: 'token-bucket', limit: 1000, window: '1d' },
+      ];
+      const keys = clientKeys().flatMap((family) => family.keys.slice(100, 104));
+      const perStore = 30;
+      const prefix = `flush-${wipe.split(' ')[0]?.toLowerCase()}`;
+      const storeList = stores();
+      await resetStats();
 
-    let done = 0;
-    const total = clients.stores.length * keys.length * perStore;
-    const flushes: Promise<unknown>[] = [];
-    const flushAt = new Set([Math.floor(total / 4), Math.floor(total / 2), Math.floor((total * 3) / 4)]);
-    const errors: unknown[] = [];
-    let allowed = 0;
-    await Promise.all(
-      clients.stores.flatMap(({ name, store }) => {
-        const limiter = createLimiter({ rules, store, prefix: 'flush', timeout: '5s' });
-        return keys.map(async (key) => {
-          for (let i = 0; i < perStore; i++) {
-            try {
-              if ((await limiter.check(key)).allowed) allowed++;
-            } catch (error) {
-              errors.push([name, error]);
+      let done = 0;
+      const total = storeList.length * keys.length * perStore;
+      const flushes: Promise<unknown>[] = [];
+      const flushAt = new Set([Math.floor(total / 4), Math.floor(total / 2), Math.floor((total * 3) / 4)]);
+      const errors: unknown[] = [];
+      let allowed = 0;
+      await Promise.all(
+        storeList.flatMap(({ name, store }) => {
+          const limiter = createLimiter({ rules, store, prefix, timeout: '5s' });
+          return keys.map(async (key) => {
+            for (let i = 0; i < perStore; i++) {
+              try {
+                if ((await limiter.check(key)).allowed) allowed++;
+              } catch (error) {
+                errors.push([name, error]);
+              }
+              if (flushAt.has(++done)) {
+                flushes.push(Promise.all(masters.map((port) => nodeCommand(port, ...wipe.split(' ')))));
+              }
             }
-            if (flushAt.has(++done)) {
-              flushes.push(Promise.all(masters.map((port) => nodeCommand(port, 'SCRIPT', 'FLUSH'))));
-            }
-          }
-        });
-      }),
-    );
-    await Promise.all(flushes);
+          });
+        }),
+      );
+      await Promise.all(flushes);
 
-    expect(errors).toEqual([]);
-    expect(allowed).toBe(total);
-    const limiter = createLimiter({
-      timeout: SLOW_MACHINE_TIMEOUT,
-      rules,
-      store: clients.stores[0]?.store,
-      prefix: 'flush',
-    });
-    for (const key of keys) {
-      const decision = await limiter.peek(key);
-      // A peek reports what a check would leave: one less than what is left now.
-      const left = 1000 - clients.stores.length * perStore - 1;
-      expect(
-        decision.rules.map((rule) => rule.remaining),
-        JSON.stringify(key),
-      ).toEqual([left, left]);
-    }
-    // Every master lost the script at least once and reloaded it transparently.
-    const noscript = await sumStat('errorstats', 'errorstat_NOSCRIPT', 'count');
-    expect(noscript.every((count) => count > 0)).toBe(true);
-  });
+      expect(errors).toEqual([]);
+      expect(allowed).toBe(total);
+      const limiter = createLimiter({
+        timeout: SLOW_MACHINE_TIMEOUT,
+        rules,
+        store: storeList[0]?.store,
+        prefix,
+      });
+      for (const key of keys) {
+        const decision = await limiter.peek(key);
+        // A peek reports what a check would leave: one less than what is left now.
+        const left = 1000 - storeList.length * perStore - 1;
+        expect(
+          decision.rules.map((rule) => rule.remaining),
+          JSON.stringify(key),
+        ).toEqual([left, left]);
+      }
+      // Every check went by this command (the ones that met a wiped node twice).
+      expect(sum(await sumStat('commandstats', calledBy, 'calls'))).toBeGreaterThanOrEqual(total);
+      expect((await reloaded()).every((count) => count > 0)).toBe(true);
+    },
+  );
 });

@@ -79,7 +79,7 @@ it('a burst batched into one call decides like the same requests one by one', as
 });
 
 describe('the batch reply', () => {
-  const script = { text: 'unused', sha: 'unused' };
+  const script = { text: 'unused', sha: 'unused', library: 'unused', functionName: 'unused' };
   const check = (head: string) => ({
     head,
     script,

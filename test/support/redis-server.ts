@@ -164,10 +164,11 @@ export function useRedisServerWithNodeRedis(
   });
 }
 
-/** Script calls (EVALSHA and EVAL) the server has run since its stats were last reset. */
+/** Script calls (FCALL, EVALSHA and EVAL) the server has run since its stats were last reset. */
 export async function scriptCalls(client: Redis): Promise<number> {
   const stats = await client.info('commandstats');
   let calls = 0;
-  for (const match of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
+  for (const match of stats.matchAll(/cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/g))
+    calls += Number(match[1]);
   return calls;
 }

@@ -17,7 +17,7 @@ import { type RuleParams, runScenario } from './simulate.js';
 export interface RedisMeasurement {
   /** Average bytes (MEMORY USAGE, all samples) of one client's keys at the end of the scenario; null if none was left. */
   memoryPerKeyBytes: number | null;
-  /** Script calls (EVALSHA + EVAL) per decision: at most 1, less when checks share a batch. */
+  /** Script calls (FCALL, EVALSHA, EVAL) per decision: at most 1, less when checks share a batch. */
   callsPerDecision: number;
   /** Commands the script ran per decision (GET, SET, ZADD...), on average. */
   commandsPerDecision: number;
@@ -31,6 +31,10 @@ export interface RedisMeasurement {
  */
 const CLIENT_SAMPLE = 20;
 
+const SCRIPT_CALLS = new Set(['fcall', 'evalsha', 'eval']);
+/** Commands of the measurement itself, not of the decisions. */
+const SETUP_COMMANDS = new Set(['info', 'script|load', 'function|load']);
+
 export async function measureOnRedis(
   client: Redis,
   scenario: Scenario,
@@ -41,8 +45,11 @@ export async function measureOnRedis(
   // As long as the default 'floodgate' prefix, so MEMORY USAGE sees realistic key names.
   const prefix = `fgcmp${randomBytes(2).toString('hex')}`;
   const { sample, expectedInSample } = sampleClients(scenario, expected);
-  // Cached first, so no NOSCRIPT retry is counted as a call.
-  await client.script('LOAD', scriptFor([ALGORITHMS[rule.algorithm].code]).text);
+  // Loaded first, so no reload (missing function, NOSCRIPT) is counted as a call. A server
+  // without functions (Redis 6) refuses FUNCTION LOAD; the store then goes by EVALSHA.
+  const script = scriptFor([ALGORITHMS[rule.algorithm].code]);
+  await client.call('FUNCTION', 'LOAD', 'REPLACE', script.library).catch(() => undefined);
+  await client.script('LOAD', script.text);
   const before = await commandStats(client);
   const allowed = await runScenario(sample, rule, (clock) => redisStore({ client, clock }), {
     start: options.start,
@@ -83,8 +90,8 @@ export async function measureOnRedis(
   let innerCommands = 0;
   for (const [command, calls] of after) {
     const delta = calls - (before.get(command) ?? 0);
-    if (command === 'evalsha' || command === 'eval') scriptCalls += delta;
-    else if (command !== 'info' && command !== 'script|load') innerCommands += delta;
+    if (SCRIPT_CALLS.has(command)) scriptCalls += delta;
+    else if (!SETUP_COMMANDS.has(command)) innerCommands += delta;
   }
   return {
     memoryPerKeyBytes: present === 0 ? null : Math.round(bytes / present),

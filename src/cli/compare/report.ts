@@ -32,7 +32,7 @@ export interface SummaryRow {
   maxInBurstWindow: number;
   /** Largest measured memory per client key over the scenarios, or null without --redis. */
   memoryPerKeyBytes: number | null;
-  /** Script calls per decision: at most one EVALSHA (checks issued together share one). */
+  /** Script calls per decision: at most one FCALL or EVALSHA (checks issued together share one). */
   redisCallsPerDecision: number;
   /** Measured commands inside the script per decision (with --redis), or null. */
   commandsPerDecision: number | null;
@@ -159,8 +159,8 @@ export function reportText(report: CompareReport): string {
         `${row.maxInBurstWindow} (${(row.maxInBurstWindow / report.limit).toFixed(2)}× the limit)`,
         memoryText(row.memoryPerKeyBytes, report.redis !== null),
         row.commandsPerDecision === null
-          ? '≤ 1 (one EVALSHA, shared by checks issued together)'
-          : `${row.redisCallsPerDecision.toFixed(2)} EVALSHA (${row.commandsPerDecision.toFixed(1)} commands inside)`,
+          ? '≤ 1 (one script call, shared by checks issued together)'
+          : `${row.redisCallsPerDecision.toFixed(2)} script calls (${row.commandsPerDecision.toFixed(1)} commands inside)`,
       ]),
       ['left', 'left', 'left', 'left', 'left'],
     ),
@@ -170,8 +170,8 @@ export function reportText(report: CompareReport): string {
 }
 
 function callsText(row: AlgorithmResult): string {
-  if (row.redis === null) return '≤ 1 EVALSHA';
-  return `${row.redis.callsPerDecision.toFixed(2)} EVALSHA (${row.redis.commandsPerDecision.toFixed(1)} commands inside)`;
+  if (row.redis === null) return '≤ 1 script call';
+  return `${row.redis.callsPerDecision.toFixed(2)} script calls (${row.redis.commandsPerDecision.toFixed(1)} commands inside)`;
 }
 
 function memoryText(bytes: number | null | undefined, measured: boolean): string {
