@@ -24,6 +24,7 @@ const REQUEST_COMMANDS = new Set([
   'exec',
   'script|load',
   'script|exists',
+  'function|load',
 ]);
 /** Commands the harness itself sends between phases; never charged to a contender. */
 const HARNESS_COMMANDS = new Set(['info', 'config|resetstat', 'flushall', 'scan', 'memory|usage', 'dbsize']);
