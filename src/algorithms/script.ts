@@ -62,8 +62,19 @@ local function libraryFunctions()
   return math.floor, math.ceil, math.max, math.min, string.match, string.gmatch, string.format, tonumber, unpack
 end
 local floor, ceil, max, min, match, gmatch, format, tonumber, unpack
--- Integers as exact decimal strings (tostring would switch to exponent notation past 14 digits).
-local function fmt(x) return format('%d', x) end
+-- Integers as exact decimal strings (tostring would switch to exponent notation past 14 digits),
+-- remembered for the rest of the call: the checks of a batch share their clock, so window starts,
+-- ttls and small counts repeat, and a table lookup costs far less than a string.format.
+local FORMATTED
+local function fmt(x)
+  local text = FORMATTED[x]
+  if text == nil then
+    text = format('%d', x)
+    -- NaN cannot be a table key; no state yields one, but it must not fail the whole batch.
+    if x == x then FORMATTED[x] = text end
+  end
+  return text
+end
 
 -- String values of this call's keys: checks and settles read them all with one MGET up front
 -- (one redis.call for a whole batch instead of one GET per key: most of a check's cost in Redis
@@ -170,7 +181,7 @@ local function run(keys, args)
   if not unpack then
     floor, ceil, max, min, match, gmatch, format, tonumber, unpack = libraryFunctions()
   end
-  call, KEYS, ARGV = redis.call, keys, args
+  call, KEYS, ARGV, FORMATTED = redis.call, keys, args, {}
   local mode = ARGV[1]
   if mode == 'r' then return call('DEL', unpack(KEYS, 2)) end
   if mode == 'x' then return call('DEL', KEYS[1]) end

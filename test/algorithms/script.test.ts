@@ -19,7 +19,7 @@ import {
 import { type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
-const PINNED_SHA = 'b088c3ddbf54f724fe7d362824a1cfd02b558b6c';
+const PINNED_SHA = '34f252861ddabfa64dd9a7b4e4bf6384b9f46f2f';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
