@@ -9,7 +9,7 @@
  *
  * State: the window's start and the units admitted in it. Redis: one string "start:count".
  */
-import { type Algorithm, adjust, NEVER } from './types.js';
+import { type Algorithm, adjust, Evaluation, NEVER } from './types.js';
 
 export interface FixedWindowState {
   start: number;
@@ -28,14 +28,15 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
     const count = state !== undefined && state.start === start ? state.count : 0;
     const untilEnd = start + windowMs - now;
     const allowed = count + cost <= limit;
-    return {
+    const retryAfterMs = allowed ? 0 : cost > limit ? NEVER : untilEnd;
+    return new Evaluation(
       allowed,
-      remaining: Math.max(0, limit - count),
-      resetMs: count > 0 ? untilEnd : 0,
-      retryAfterMs: allowed ? 0 : cost > limit ? NEVER : untilEnd,
-      resetAfterMs: untilEnd,
-      token: start,
-    };
+      Math.max(0, limit - count),
+      count > 0 ? untilEnd : 0,
+      retryAfterMs,
+      untilEnd,
+      start,
+    );
   },
   commit(state, now, cost, { windowMs }) {
     const start = now - (now % windowMs);

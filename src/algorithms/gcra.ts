@@ -13,7 +13,7 @@
  *
  * State: TAT as "ms" or "ms:remainder". Redis: one string.
  */
-import { type Algorithm, adjust, NEVER } from './types.js';
+import { type Algorithm, adjust, Evaluation, NEVER } from './types.js';
 
 export interface GcraState {
   /** Whole milliseconds of the TAT. */
@@ -52,14 +52,9 @@ export const gcra: Algorithm<GcraState> = {
     const allowed = ahead + need <= full;
     const next = ahead + need;
     const resetAfterMs = Math.ceil(next / L);
-    return {
-      allowed,
-      remaining: Math.max(0, Math.floor((full - ahead) / W)),
-      resetMs: Math.ceil(ahead / L),
-      retryAfterMs: allowed ? 0 : cost > B ? NEVER : Math.ceil((next - full) / L),
-      resetAfterMs,
-      token: 0,
-    };
+    const remaining = Math.max(0, Math.floor((full - ahead) / W));
+    const retryAfterMs = allowed ? 0 : cost > B ? NEVER : Math.ceil((next - full) / L);
+    return new Evaluation(allowed, remaining, Math.ceil(ahead / L), retryAfterMs, resetAfterMs, 0);
   },
   commit(state, now, cost, { limit: L, windowMs: W, capacity: B }, spare) {
     const ahead = aheadAt(state, now, L, B * W) + cost * W;

@@ -15,7 +15,7 @@
  * for one reset and re-admitted in the same millisecond. An entry that has left the window takes
  * no refund; a charge for it is recorded now. Debt: the live sum never exceeds twice the limit.
  */
-import { type Algorithm, adjust, NEVER } from './types.js';
+import { type Algorithm, adjust, Evaluation, NEVER } from './types.js';
 
 export interface SlidingLogState {
   /** Entry times, oldest first. */
@@ -69,14 +69,8 @@ export const slidingLog: Algorithm<SlidingLogState> = {
       }
     }
     const newest = times.length > first ? (times[times.length - 1] as number) : undefined;
-    return {
-      allowed,
-      remaining: Math.max(0, L - sum),
-      resetMs: newest === undefined ? 0 : newest + W - now,
-      retryAfterMs,
-      resetAfterMs: W,
-      token: now,
-    };
+    const resetMs = newest === undefined ? 0 : newest + W - now;
+    return new Evaluation(allowed, Math.max(0, L - sum), resetMs, retryAfterMs, W, now);
   },
   commit(state, now, cost, { windowMs: W }) {
     if (state === undefined) return { times: [now], costs: [cost], sum: cost };

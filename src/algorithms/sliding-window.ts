@@ -13,7 +13,7 @@
  * State: the current window's start, its count and the previous window's count.
  * Redis: one string "start:current:previous".
  */
-import { type Algorithm, adjust, NEVER } from './types.js';
+import { type Algorithm, adjust, Evaluation, NEVER } from './types.js';
 
 export interface SlidingWindowState {
   start: number;
@@ -55,14 +55,8 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
       }
     }
     const resetAfterMs = start + 2 * W - now;
-    return {
-      allowed,
-      remaining: Math.max(0, Math.floor((L * W - used) / W)),
-      resetMs,
-      retryAfterMs,
-      resetAfterMs,
-      token: start,
-    };
+    const remaining = Math.max(0, Math.floor((L * W - used) / W));
+    return new Evaluation(allowed, remaining, resetMs, retryAfterMs, resetAfterMs, start);
   },
   commit(state, now, cost, { windowMs: W }) {
     const start = now - (now % W);

@@ -12,7 +12,7 @@
  * State: scaled tokens (negative in debt) and the time they were counted. Redis: one string
  * "tokens:at".
  */
-import { type Algorithm, adjust, NEVER } from './types.js';
+import { type Algorithm, adjust, Evaluation, NEVER } from './types.js';
 
 export interface TokenBucketState {
   tokens: number;
@@ -40,14 +40,9 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
     const tokens = tokensAt(state, now, L, full);
     const allowed = tokens >= need;
     const resetAfterMs = Math.ceil((full - tokens + need) / L);
-    return {
-      allowed,
-      remaining: Math.max(0, Math.floor(tokens / W)),
-      resetMs: Math.ceil((full - tokens) / L),
-      retryAfterMs: allowed ? 0 : cost > B ? NEVER : Math.ceil((need - tokens) / L),
-      resetAfterMs,
-      token: 0,
-    };
+    const remaining = Math.max(0, Math.floor(tokens / W));
+    const retryAfterMs = allowed ? 0 : cost > B ? NEVER : Math.ceil((need - tokens) / L);
+    return new Evaluation(allowed, remaining, Math.ceil((full - tokens) / L), retryAfterMs, resetAfterMs, 0);
   },
   commit(state, now, cost, { limit: L, windowMs: W, capacity: B }, spare) {
     const tokens = tokensAt(state, now, L, B * W) - cost * W;

@@ -23,18 +23,41 @@ export interface AlgorithmParams {
  * reset time if this request is consumed, which is also how long the committed state (see
  * Algorithm.commit) matters: past it, it is equivalent to no state at all. `retryAfterMs` is 0 when allowed and -1 when the cost
  * can never pass (it exceeds the capacity).
+ *
+ * A class, not an object literal in each algorithm: the literals shared one shape, but code that
+ * met two algorithms' evaluations (a limiter with rules of two algorithms, or two limiters in one
+ * process) missed V8's inline cache on every check (it kept recomputing the handler of the load of
+ * `allowed`): a limiter with a gcra and a fixed-window rule measured 0.5 M checks/s with literals,
+ * 1.7 M/s with this class.
  */
-export interface Evaluation {
-  allowed: boolean;
-  remaining: number;
-  resetMs: number;
-  retryAfterMs: number;
-  resetAfterMs: number;
+export class Evaluation {
+  // Declared only: class fields would first define each as undefined, then assign it.
+  declare readonly allowed: boolean;
+  declare readonly remaining: number;
+  declare readonly resetMs: number;
+  declare readonly retryAfterMs: number;
+  declare readonly resetAfterMs: number;
   /**
    * What `settle` needs to find this request's units again: the window's start for the window
    * algorithms, the entry's time for sliding-log, 0 for the buckets (whose state has no parts).
    */
-  token: number;
+  declare readonly token: number;
+
+  constructor(
+    allowed: boolean,
+    remaining: number,
+    resetMs: number,
+    retryAfterMs: number,
+    resetAfterMs: number,
+    token: number,
+  ) {
+    this.allowed = allowed;
+    this.remaining = remaining;
+    this.resetMs = resetMs;
+    this.retryAfterMs = retryAfterMs;
+    this.resetAfterMs = resetAfterMs;
+    this.token = token;
+  }
 }
 
 /** A reservation being settled: its token, the cost it reserved and the cost it really had. */
