@@ -39,4 +39,35 @@ describe('toScriptRunner', () => {
     await toScriptRunner(ioredisLike).evalSha('sha', ['k1', 'k2'], ['a']);
     expect(calls).toEqual([['evalsha', 'sha', 2, 'k1', 'k2', 'a']]);
   });
+
+  it('calls ioredis through its Buffer variants where it has them, and functions only with a way to load them', async () => {
+    const calls: unknown[][] = [];
+    const record =
+      (name: string) =>
+      async (...args: unknown[]) =>
+        calls.push([name, ...args]);
+    const ioredisLike = {
+      evalsha: record('evalsha'),
+      eval: record('eval'),
+      fcall: record('fcall'),
+      evalshaBuffer: record('evalshaBuffer'),
+      evalBuffer: record('evalBuffer'),
+      fcallBuffer: record('fcallBuffer'),
+      call: record('call'),
+    };
+    const runner = toScriptRunner(ioredisLike);
+    await runner.evalSha('sha', ['k'], ['a']);
+    await runner.eval('return 1', ['k'], ['a']);
+    await runner.fcall?.('fn', ['k'], ['a']);
+    await runner.loadLibrary?.('#!lua name=x');
+    expect(calls).toEqual([
+      ['evalshaBuffer', 'sha', 1, 'k', 'a'],
+      ['evalBuffer', 'return 1', 1, 'k', 'a'],
+      ['fcallBuffer', 'fn', 1, 'k', 'a'],
+      ['call', 'FUNCTION', 'LOAD', 'REPLACE', '#!lua name=x'],
+    ]);
+    // Without a generic `call` there is no way to load a library: no functions at all.
+    const { call: _call, ...withoutCall } = ioredisLike;
+    expect(toScriptRunner(withoutCall).fcall).toBeUndefined();
+  });
 });
