@@ -160,11 +160,14 @@ export function isFunctionMissingError(error: unknown): boolean {
 /**
  * Whether an error says this server or user cannot use Redis Functions at all: a server before
  * 7.0 (unknown command), a proxy that does not pass them on, or an ACL that denies FCALL or
- * FUNCTION (NOPERM). The command did not run.
+ * FUNCTION (NOPERM). The command did not run. An error raised inside the running function
+ * (Redis appends "script: <name>") is not one of these: the function may have written already,
+ * so it must never be run again by EVALSHA.
  */
 export function isFunctionsUnavailableError(error: unknown): boolean {
   return (
     error instanceof Error &&
+    !error.message.includes('script:') &&
     (error.message.startsWith('NOPERM') ||
       /unknown command|unsupported command|not supported/i.test(error.message))
   );

@@ -1,7 +1,7 @@
 /** The client adapter: which shape of client gets which calling convention. */
 import { describe, expect, it } from 'vitest';
 import type { ScriptRunner } from '../../src/index.js';
-import { toScriptRunner } from '../../src/stores/redis-client.js';
+import { isFunctionsUnavailableError, toScriptRunner } from '../../src/stores/redis-client.js';
 
 describe('toScriptRunner', () => {
   it('regression: a plain ScriptRunner was mistaken for a node-redis client and got an options object', async () => {
@@ -69,5 +69,26 @@ describe('toScriptRunner', () => {
     // Without a generic `call` there is no way to load a library: no functions at all.
     const { call: _call, ...withoutCall } = ioredisLike;
     expect(toScriptRunner(withoutCall).fcall).toBeUndefined();
+  });
+});
+
+describe('isFunctionsUnavailableError', () => {
+  it.each([
+    ["ERR unknown command 'FCALL', with args beginning with: 'floodgate_x' '2' ", true],
+    ["NOPERM this user has no permissions to run the 'fcall' command", true],
+    ["NOPERM User fg has no permissions to run the 'function|load' command", true],
+    ['ERR Function not found', false],
+    // Raised inside the running function, which may have written already: never re-run.
+    [
+      "NOPERM User fg has no permissions to run the 'pexpire' command script: floodgate_x, on @user_function:30.",
+      false,
+    ],
+    [
+      "ERR The user executing the script can't run this command or subcommand script: floodgate_x, on @user_function:30.",
+      false,
+    ],
+    ['Command timed out', false],
+  ])('%s → %s', (message, expected) => {
+    expect(isFunctionsUnavailableError(new Error(message))).toBe(expected);
   });
 });
