@@ -157,17 +157,20 @@ export function isFunctionMissingError(error: unknown): boolean {
   return error instanceof Error && error.message.includes('Function not found');
 }
 
+/** How Redis ends an error raised inside a running script or function (after its own message). */
+const RAISED_IN_SCRIPT = / script: [^ ,]+, on @user_\w+:\d+\.?$/;
+
 /**
  * Whether an error says this server or user cannot use Redis Functions at all: a server before
  * 7.0 (unknown command), a proxy that does not pass them on, or an ACL that denies FCALL or
  * FUNCTION (NOPERM). The command did not run. An error raised inside the running function
- * (Redis appends "script: <name>") is not one of these: the function may have written already,
+ * (Redis appends "script: <name>, on @user_function:<line>.") is not one of these: the function may have written already,
  * so it must never be run again by EVALSHA.
  */
 export function isFunctionsUnavailableError(error: unknown): boolean {
   return (
     error instanceof Error &&
-    !error.message.includes('script:') &&
+    !RAISED_IN_SCRIPT.test(error.message) &&
     (error.message.startsWith('NOPERM') ||
       /unknown command|unsupported command|not supported/i.test(error.message))
   );

@@ -75,6 +75,11 @@ describe('toScriptRunner', () => {
 describe('isFunctionsUnavailableError', () => {
   it.each([
     ["ERR unknown command 'FCALL', with args beginning with: 'floodgate_x' '2' ", true],
+    // Arguments echoed back (key names may say "script:") do not make it an error of the script.
+    [
+      "ERR unknown command 'FCALLX', with args beginning with: 'floodgate_x' '2' 'o{script:k}' 'script:{k}:fw' ",
+      true,
+    ],
     ["NOPERM this user has no permissions to run the 'fcall' command", true],
     ["NOPERM User fg has no permissions to run the 'function|load' command", true],
     ['ERR Function not found', false],
