@@ -120,3 +120,38 @@ describe('the batch reply', () => {
     }
   });
 });
+
+describe('when checks are sent', () => {
+  const script = { text: 'unused', sha: 'unused', library: 'unused', functionName: 'unused' };
+  const check = (i: number) => ({
+    head: `fg:{k${i}}`,
+    script,
+    now: '-1',
+    keys: [`fg:{k${i}}:override`, `fg:{k${i}}:r:fw`],
+    ruleSet: '1,10,1000,10',
+    mode: 'c',
+    cost: 1,
+    seen: '',
+  });
+
+  it('a queue of 32 goes at once; the rest at the end of the turn, in two calls from 8 on', async () => {
+    const sent: number[] = [];
+    const batcher = createBatcher(async (_script, _keys, args) => {
+      const count = Number(args[1]);
+      sent.push(count);
+      return Array.from({ length: count }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
+    }, undefined);
+    const pending: Promise<unknown>[] = [];
+    for (let i = 0; i < 31; i++) pending.push(batcher.enqueue(check(i)));
+    expect(sent).toEqual([]);
+    pending.push(batcher.enqueue(check(31)));
+    // Sent before this turn ends: Redis starts on it while the turn's other callbacks run.
+    expect(sent).toEqual([32]);
+    for (let i = 32; i < 72; i++) pending.push(batcher.enqueue(check(i)));
+    expect(sent).toEqual([32, 32]);
+    const replies = await Promise.all(pending);
+    expect(sent).toEqual([32, 32, 4, 4]);
+    expect(replies).toHaveLength(72);
+    for (const reply of replies) expect(reply).toEqual([1, 9, 0, 0, 1000, 0]);
+  });
+});
