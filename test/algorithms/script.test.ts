@@ -16,7 +16,7 @@ import {
   redisStore,
   type ScriptRunner,
 } from '../../src/index.js';
-import { type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
+import { commandCalls, type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
 const PINNED_SHA = '34f252861ddabfa64dd9a7b4e4bf6384b9f46f2f';
@@ -123,12 +123,6 @@ describe('as a Redis function', () => {
   /** The script of limiterOn's rules (sliding-log and token-bucket). */
   const limiterScript = scriptFor([ALGORITHMS['sliding-log'].code, ALGORITHMS['token-bucket'].code]);
 
-  /** Calls of a command the server has run since the last CONFIG RESETSTAT. */
-  async function commandCalls(command: string): Promise<number> {
-    const stats = await ioredis.info('commandstats');
-    return Number(stats.match(new RegExp(`cmdstat_${command}:calls=(\\d+)`))?.[1] ?? 0);
-  }
-
   it('loads as a library named after the script, with one function of that name', async () => {
     const script = scriptFor([1, 3]);
     expect(script.functionName).toMatch(/^floodgate_[0-9a-f]{20}$/);
@@ -158,10 +152,10 @@ describe('as a Redis function', () => {
         expect(await remainingAfterChecks(limiter, key, 2)).toEqual([6 - 2 * flush, 5 - 2 * flush]);
       }
       // 9 checks, plus one call per flush that found no function; never by EVALSHA or EVAL.
-      expect(await commandCalls('fcall')).toBeGreaterThanOrEqual(9);
-      expect(await commandCalls('evalsha')).toBe(0);
-      expect(await commandCalls('eval')).toBe(0);
-      expect(await commandCalls('function\\|load')).toBeGreaterThanOrEqual(3);
+      expect(await commandCalls(ioredis, 'fcall')).toBeGreaterThanOrEqual(9);
+      expect(await commandCalls(ioredis, 'evalsha')).toBe(0);
+      expect(await commandCalls(ioredis, 'eval')).toBe(0);
+      expect(await commandCalls(ioredis, 'function\\|load')).toBeGreaterThanOrEqual(3);
     },
   );
 
@@ -208,8 +202,8 @@ describe('as a Redis function', () => {
       expect(await remainingAfterChecks(limiter, key, 3)).toEqual([9, 8, 7]);
       // The first call met the ACL (or a missing function, whose load the ACL refused); EVAL
       // then cached the script for the rest.
-      expect(await commandCalls('evalsha')).toBe(3);
-      expect(await commandCalls('fcall')).toBe(rule === '-fcall' ? 0 : 1);
+      expect(await commandCalls(ioredis, 'evalsha')).toBe(3);
+      expect(await commandCalls(ioredis, 'fcall')).toBe(rule === '-fcall' ? 0 : 1);
     } finally {
       limited.disconnect();
       await ioredis.call('ACL', 'DELUSER', user);

@@ -21,6 +21,7 @@ import {
   type SlotRange,
   startRedisCluster,
 } from '../support/redis-cluster.js';
+import { FIVE_ALGORITHM_RULES } from '../support/rules.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 import { type ClusterClients, connectClients } from './clients.js';
 import { clientKeys, redisKeys, VICTIM } from './keys.js';
@@ -73,14 +74,7 @@ describe('the specification table on Redis Cluster', () => {
 });
 
 describe('all five algorithms in one limiter', () => {
-  // Long windows: nothing refills or rolls over while the test runs, so counts are exact.
-  const rules: RuleOptions[] = [
-    { name: 'fw', algorithm: 'fixed-window', limit: 3, window: '1d' },
-    { name: 'sw', algorithm: 'sliding-window', limit: 3, window: '1d' },
-    { name: 'sl', algorithm: 'sliding-log', limit: 3, window: '1d' },
-    { name: 'tb', algorithm: 'token-bucket', limit: 3, window: '1d' },
-    { name: 'gc', algorithm: 'gcra', limit: 3, window: '1d' },
-  ];
+  const rules = FIVE_ALGORITHM_RULES;
 
   it('is one script call on the one node that owns every key, for every client: no CROSSSLOT', async () => {
     // Keys spread over all masters, hostile ones included.

@@ -164,6 +164,12 @@ export function useRedisServerWithNodeRedis(
   });
 }
 
+/** Calls of one command (as INFO names it, a regular expression: `fcall`, `function\\|load`) since the stats were last reset. */
+export async function commandCalls(client: Redis, command: string): Promise<number> {
+  const stats = await client.info('commandstats');
+  return Number(stats.match(new RegExp(`cmdstat_${command}:calls=(\\d+)`))?.[1] ?? 0);
+}
+
 /** Script calls (FCALL, EVALSHA and EVAL) the server has run since its stats were last reset. */
 export async function scriptCalls(client: Redis): Promise<number> {
   const stats = await client.info('commandstats');
