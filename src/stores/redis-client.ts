@@ -65,22 +65,30 @@ function hasMethods(client: unknown, ...names: string[]): boolean {
 }
 
 /** FUNCTION LOAD through ioredis: on every master of a Cluster, or on the one server. */
-function ioRedisLibraryLoader(io: IoRedisLike): ((code: string) => Promise<void>) | undefined {
-  if (typeof io.call !== 'function') return undefined;
+function ioRedisLibraryLoader(
+  io: IoRedisLike,
+  cluster: boolean,
+): ((code: string) => Promise<void>) | undefined {
+  if (typeof io.call !== 'function' || (cluster && typeof io.nodes !== 'function')) return undefined;
   return async (code) => {
-    const nodes = typeof io.nodes === 'function' ? io.nodes('master') : [io];
+    const nodes = cluster ? (io.nodes as NonNullable<IoRedisLike['nodes']>)('master') : [io];
     await Promise.all(nodes.map((node) => node.call?.('FUNCTION', 'LOAD', 'REPLACE', code)));
   };
 }
 
 /** FUNCTION LOAD through node-redis: on every master of a cluster, or on the one client. */
-function nodeRedisLibraryLoader(node: NodeRedisLike): ((code: string) => Promise<void>) | undefined {
+function nodeRedisLibraryLoader(
+  node: NodeRedisLike,
+  isCluster: boolean,
+): ((code: string) => Promise<void>) | undefined {
   if (typeof node.functionLoad !== 'function') return undefined;
-  if (!hasMethods(node, 'nodeClient')) {
+  if (!isCluster) {
     return async (code) => {
       await node.functionLoad?.(code, { REPLACE: true });
     };
   }
+  // A cluster that cannot hand out a client per master cannot load on each of them.
+  if (!hasMethods(node, 'nodeClient')) return undefined;
   const cluster = node as unknown as NodeRedisClusterLike;
   return async (code) => {
     const masters = cluster.masters ?? cluster.getMasters?.() ?? [];
@@ -97,7 +105,8 @@ function nodeRedisLibraryLoader(node: NodeRedisLike): ((code: string) => Promise
 export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner {
   if (hasMethods(client, 'evalsha', 'eval')) {
     const io = client as IoRedisLike;
-    const loadLibrary = ioRedisLibraryLoader(io);
+    const partitioned = (client as { isCluster?: unknown }).isCluster === true;
+    const loadLibrary = ioRedisLibraryLoader(io, partitioned);
     // The Buffer variants where the client has them: the plain ones walk every reply element to
     // turn Buffers into strings (measured ~2% of the client's time at 64 checks in flight), and a
     // check's reply is all integers.
@@ -105,7 +114,7 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
     const evalScript = io.evalBuffer ?? io.eval;
     const fcall = io.fcallBuffer ?? io.fcall;
     return {
-      partitioned: (client as { isCluster?: unknown }).isCluster === true,
+      partitioned,
       evalSha: (sha, keys, args) => evalsha.call(io, sha, keys.length, ...keys, ...args),
       eval: (script, keys, args) => evalScript.call(io, script, keys.length, ...keys, ...args),
       ...(typeof fcall === 'function' && loadLibrary !== undefined
@@ -117,11 +126,12 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
   // clients, clusters and sentinels all have `sendCommand`, which a ScriptRunner need not have.
   if (hasMethods(client, 'evalSha', 'eval', 'sendCommand')) {
     const node = client as NodeRedisLike;
-    const loadLibrary = nodeRedisLibraryLoader(node);
+    // Only node-redis clusters can list their masters.
+    const partitioned = hasMethods(client, 'getMasters');
+    const loadLibrary = nodeRedisLibraryLoader(node, partitioned);
     const fCall = node.fCall;
     return {
-      // Only node-redis clusters can list their masters.
-      partitioned: hasMethods(client, 'getMasters'),
+      partitioned,
       evalSha: (sha, keys, args) => node.evalSha(sha, { keys: [...keys], arguments: [...args] }),
       eval: (script, keys, args) => node.eval(script, { keys: [...keys], arguments: [...args] }),
       ...(typeof fCall === 'function' && loadLibrary !== undefined
