@@ -7,9 +7,13 @@
 import type { Script } from '../algorithms/script.js';
 
 /**
- * From this many queued checks on, they go in two calls: while Redis runs one, Node encodes the
- * next or decodes the last, instead of both waiting on one big call (measured at 64 checks in
- * flight: 1.6-1.9× the decisions/s of one call carrying all 64).
+ * From this many queued checks on, a queue left at the end of a turn goes in two calls when no
+ * call of its slot is in flight: while Redis runs one, Node encodes the next or decodes the
+ * last, instead of both waiting on one big call (measured at 64 checks in flight: 1.6-1.9× the
+ * decisions/s of one call carrying all 64). With a call already in flight Redis has that one to
+ * run meanwhile, and a second call would only add a write, a read and Redis's per-call work
+ * (measured, against splitting always: 16 checks in flight ×1.13, 24 ×1.06; Fastify over HTTP
+ * 0.13 → 0.08 calls per request, ×1.06 requests/s).
  */
 const SPLIT_FROM = 8;
 /**
@@ -80,6 +84,9 @@ export function createBatcher(
   // where it can be: a string id built per check cost a fresh hash per lookup.
   const queues = new Map<Script, Map<number | string, Pending[]>>();
   let scheduled = false;
+  // Calls sent and not yet answered, by the same id as the queues (slot, and clock); an id is
+  // deleted when its last call is answered, so the map holds only ids with calls in flight.
+  const inFlight = new Map<number | string, number>();
 
   function flush(): void {
     scheduled = false;
@@ -87,22 +94,32 @@ export function createBatcher(
     // took 40% of the client's time (measured; V8 keeps a cleared table for its iterators).
     for (const [script, byShard] of queues) {
       queues.delete(script);
-      for (const queue of byShard.values()) sendAll(queue);
+      for (const [id, queue] of byShard) sendAll(queue, id);
     }
   }
 
-  /** Sends a queue left at the end of the turn (fewer than SEND_EARLY_AT): two calls from SPLIT_FROM on. */
-  function sendAll(queue: Pending[]): void {
-    if (queue.length < SPLIT_FROM) {
-      send(queue);
+  /**
+   * Sends a queue left at the end of the turn (fewer than SEND_EARLY_AT): two calls from
+   * SPLIT_FROM on, unless a call of its id is still in flight.
+   */
+  function sendAll(queue: Pending[], id: number | string): void {
+    if (queue.length < SPLIT_FROM || inFlight.has(id)) {
+      send(queue, id);
       return;
     }
     const half = Math.ceil(queue.length / 2);
-    send(queue.slice(0, half));
-    send(queue.slice(half));
+    send(queue.slice(0, half), id);
+    send(queue.slice(half), id);
   }
 
-  function send(batch: Pending[]): void {
+  function landed(id: number | string): void {
+    const calls = (inFlight.get(id) ?? 1) - 1;
+    if (calls === 0) inFlight.delete(id);
+    else inFlight.set(id, calls);
+  }
+
+  function send(batch: Pending[], id: number | string): void {
+    inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
     const first = batch[0] as Pending;
     const keys: string[] = [];
     // Each distinct rule set once, then one argument per check.
@@ -124,10 +141,12 @@ export function createBatcher(
     for (const check of checks) args.push(check);
     run(first.script, keys, args).then(
       (reply) => {
+        landed(id);
         const error = deliver(batch, reply);
         if (error !== undefined) for (const pending of batch) pending.reject(error);
       },
       (error: unknown) => {
+        landed(id);
         for (const pending of batch) pending.reject(error);
       },
     );
@@ -163,7 +182,7 @@ export function createBatcher(
         });
         if (queue.length >= SEND_EARLY_AT) {
           byShard.delete(id);
-          send(queue);
+          send(queue, id);
         } else if (!scheduled) {
           scheduled = true;
           // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests

@@ -154,4 +154,35 @@ describe('when checks are sent', () => {
     expect(replies).toHaveLength(72);
     for (const reply of replies) expect(reply).toEqual([1, 9, 0, 0, 1000, 0]);
   });
+
+  it('from 8 on, a queue left at the end of a turn goes in two calls only while no call of its slot is in flight', async () => {
+    const sent: string[] = [];
+    const answers: (() => void)[] = [];
+    // Keys k100 and up are in slot 1, the others in slot 0.
+    const slotOf = (head: string) => (Number(/k(\d+)/.exec(head)?.[1]) >= 100 ? 1 : 0);
+    const batcher = createBatcher((_script, keys, args) => {
+      const count = Number(args[1]);
+      sent.push(`${slotOf(keys[0] as string)}:${count}`);
+      const reply = Array.from({ length: count }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
+      return new Promise((resolve) => answers.push(() => resolve(reply)));
+    }, slotOf);
+    const enqueue = (from: number) => Array.from({ length: 10 }, (_, i) => batcher.enqueue(check(from + i)));
+    const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+    const first = enqueue(0);
+    await endOfTurn();
+    expect(sent).toEqual(['0:5', '0:5']);
+    // Slot 0 has calls in flight: its next queue goes whole. Slot 1 has none: split.
+    const second = [...enqueue(10), ...enqueue(100)];
+    await endOfTurn();
+    expect(sent).toEqual(['0:5', '0:5', '0:10', '1:5', '1:5']);
+    for (const answer of answers.splice(0)) answer();
+    expect(await Promise.all([...first, ...second])).toHaveLength(30);
+    // Every call answered: split again.
+    const third = enqueue(20);
+    await endOfTurn();
+    expect(sent.slice(5)).toEqual(['0:5', '0:5']);
+    for (const answer of answers.splice(0)) answer();
+    await Promise.all(third);
+  });
 });
