@@ -108,6 +108,18 @@ local function liveOverride(stored)
   if e > now then return value, e - now end
 end
 
+-- Rule sets ("code,limit,windowMs,capacity;...") and check arguments ("mode:cost:set:seen") as
+-- parsed, by their text: a limiter sends the same few strings on every call. A function library
+-- keeps this table from call to call, so each string is parsed (a gmatch or match, and a strtod
+-- per number) once rather than once per call; an EVAL starts with an empty one. Both kinds share
+-- it: a rule set's text has no ':' and a check's always has. Emptied when full, so strings that
+-- come and go (costs, override values) cannot grow the server's Lua memory without bound.
+local PARSED, PARSED_COUNT, PARSED_MAX = {}, 0, 512
+local function remember(text, parsed)
+  if PARSED_COUNT >= PARSED_MAX then PARSED, PARSED_COUNT = {}, 0 end
+  PARSED[text], PARSED_COUNT = parsed, PARSED_COUNT + 1
+end
+
 local NEVER = -1
 local EVALUATORS, SETTLERS = {}, {}
 local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W = {}, {}, {}, {}, {}, {}
@@ -189,7 +201,8 @@ local function run(keys, args)
   if mode == 'd' then return call('HDEL', KEYS[1], ARGV[2]) end
 
   -- The server's clock, so gateway pods whose own clocks disagree still decide identically.
-  now = tonumber(ARGV[3])
+  -- '-1' compared as a string first: it is the usual value, and tonumber costs a strtod.
+  now = ARGV[3] ~= '-1' and tonumber(ARGV[3]) or -1
   if now < 0 then
     local t = call('TIME')
     now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
@@ -235,27 +248,31 @@ local function run(keys, args)
   end
 
   -- 'b': a batch of checks and peeks, on one clock. Rule sets come first, once each; a check
-  -- names its set by number. Most checks of a batch share one "mode:cost:set:seen" string: it is
-  -- parsed once per call.
+  -- names its set by number. Most checks share one "mode:cost:set:seen" string: see PARSED.
   local ruleSets, a = {}, 5
   for s = 1, tonumber(ARGV[4]) do
-    local set = {}
-    for code, limit, window, capacity in gmatch(ARGV[a], '(%d+),(%d+),(%d+),(%d+)') do
-      set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity) }
+    local text = ARGV[a]
+    local set = PARSED[text]
+    if not set then
+      set = {}
+      for code, limit, window, capacity in gmatch(text, '(%d+),(%d+),(%d+),(%d+)') do
+        set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity) }
+      end
+      remember(text, set)
     end
     ruleSets[s] = set
     a = a + 1
   end
-  local described = {}
   local out, n, k = {}, 0, 1
   for c = 1, tonumber(ARGV[2]) do
-    local check = described[ARGV[a]]
+    local text = ARGV[a]
+    local check = PARSED[text]
     if not check then
-      local mode, cost, set, seen = match(ARGV[a], '^(%a):(%d+):(%d+):(.*)$')
-      check = { mode, tonumber(cost), ruleSets[tonumber(set)], seen }
-      described[ARGV[a]] = check
+      local mode, cost, set, seen = match(text, '^(%a):(%d+):(%d+):(.*)$')
+      check = { mode, tonumber(cost), tonumber(set), seen }
+      remember(text, check)
     end
-    n, k = checkOne(out, n, k, check[3], check[1], check[2], check[4])
+    n, k = checkOne(out, n, k, ruleSets[check[3]], check[1], check[2], check[4])
     a = a + 1
   end
   return out

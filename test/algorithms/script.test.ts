@@ -19,7 +19,7 @@ import {
 import { commandCalls, type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
-const PINNED_SHA = '34f252861ddabfa64dd9a7b4e4bf6384b9f46f2f';
+const PINNED_SHA = 'a50412d6c00bf485f06b61561398a27b12d4a802';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
@@ -158,6 +158,33 @@ describe('as a Redis function', () => {
       expect(await commandCalls(ioredis, 'function\\|load')).toBeGreaterThanOrEqual(3);
     },
   );
+
+  it('remembers parsed rule sets and checks across calls, past its bound, deciding as if each were parsed anew', async () => {
+    // 600 costs, each check's own argument string, with two rule sets: more distinct strings
+    // than the library keeps (512), so its table is emptied and refilled on the way.
+    const fixed = (name: string, limit: number) =>
+      createLimiter({
+        timeout: SLOW_MACHINE_TIMEOUT,
+        store: redisStore({ client: ioredis }),
+        prefix: 'parsed',
+        rules: { name, algorithm: 'fixed-window', limit, window: '1h' },
+      });
+    const limiters = [fixed('small', 10_000_000), fixed('large', 20_000_000)];
+    const key = `parsed-${keys++}`;
+    const used = [0, 0];
+    await ioredis.config('RESETSTAT');
+    for (let cost = 1; cost <= 600; cost++) {
+      const which = cost % 2;
+      const limiter = limiters[which] as Limiter;
+      const peeked = await limiter.peek(key, { cost });
+      const checked = await limiter.check(key, { cost });
+      // What would remain after this request, and what remains after it.
+      const left = (which === 0 ? 10_000_000 : 20_000_000) - used[which]! - cost;
+      expect([peeked.remaining, checked.remaining]).toEqual([left, left]);
+      used[which]! += cost;
+    }
+    expect(await commandCalls(ioredis, 'fcall')).toBeGreaterThanOrEqual(1200);
+  });
 
   it('loads the library once, only when the function is missing', async () => {
     const { runner, calls } = countingRunner(undefined, { fcallCommand: 'FCALL' });
