@@ -169,19 +169,20 @@ describe('as a Redis function', () => {
         prefix: 'parsed',
         rules: { name, algorithm: 'fixed-window', limit, window: '1h' },
       });
-    const limiters = [fixed('small', 10_000_000), fixed('large', 20_000_000)];
+    const sides = [
+      { limiter: fixed('small', 10_000_000), limit: 10_000_000, used: 0 },
+      { limiter: fixed('large', 20_000_000), limit: 20_000_000, used: 0 },
+    ];
     const key = `parsed-${keys++}`;
-    const used = [0, 0];
     await ioredis.config('RESETSTAT');
     for (let cost = 1; cost <= 600; cost++) {
-      const which = cost % 2;
-      const limiter = limiters[which] as Limiter;
-      const peeked = await limiter.peek(key, { cost });
-      const checked = await limiter.check(key, { cost });
+      const side = sides[cost % 2] as (typeof sides)[number];
+      const peeked = await side.limiter.peek(key, { cost });
+      const checked = await side.limiter.check(key, { cost });
       // What would remain after this request, and what remains after it.
-      const left = (which === 0 ? 10_000_000 : 20_000_000) - used[which]! - cost;
+      const left = side.limit - side.used - cost;
       expect([peeked.remaining, checked.remaining]).toEqual([left, left]);
-      used[which]! += cost;
+      side.used += cost;
     }
     expect(await commandCalls(ioredis, 'fcall')).toBeGreaterThanOrEqual(1200);
   });
