@@ -19,7 +19,7 @@ import {
 import { commandCalls, type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
-const PINNED_SHA = 'a50412d6c00bf485f06b61561398a27b12d4a802';
+const PINNED_SHA = 'f5ef3c83fb3f12b7ed2cdad0060cf226cd8b6964';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;

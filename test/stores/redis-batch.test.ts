@@ -13,7 +13,7 @@ import { createLimiter, type Decision, memoryStore, redisStore } from '../../src
 import { createBatcher } from '../../src/stores/redis-batch.js';
 import { ALGORITHMS, BASE_TIME, ruleArb, ruleSetArb } from '../algorithms/arbitraries.js';
 import { persistingIoRedisRunner } from '../support/persisting-runner.js';
-import { useRedisServer } from '../support/redis-server.js';
+import { commandCalls, useRedisServer } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
 let client: Redis;
@@ -76,6 +76,25 @@ it('a burst batched into one call decides like the same requests one by one', as
     }),
     { numRuns: 60 },
   );
+});
+
+it('a key checked many times in one call is written twice, first and last, and holds the last state', async () => {
+  const algorithms = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const;
+  for (const algorithm of algorithms) {
+    const limiter = createLimiter({
+      rules: { name: 'r', algorithm, limit: 100, window: '1h' },
+      prefix: `written${run++}`,
+      timeout: SLOW_MACHINE_TIMEOUT,
+      store: redisStore({ client }),
+      denyCache: false,
+    });
+    await client.config('RESETSTAT');
+    // Seven checks: fewer than 8, so one call (see redis-batch.ts).
+    const burst = await Promise.all(Array.from({ length: 7 }, () => limiter.check('hot')));
+    expect(burst.map((decision) => decision.remaining)).toEqual([99, 98, 97, 96, 95, 94, 93]);
+    expect(await commandCalls(client, 'psetex'), algorithm).toBe(2);
+    expect((await limiter.check('hot')).remaining, algorithm).toBe(92);
+  }
 });
 
 describe('the batch reply', () => {
