@@ -34,6 +34,11 @@ export interface HttpRun {
   framework: 'fastify' | 'express';
   /** undefined when skipped. */
   result?: { requestsPerSecond: number; p50Ms: number; p99Ms: number; failed: number };
+  /**
+   * Requests/s of each round, in round order: round i of two variants ran back to back, so
+   * their ratio is the least disturbed by load that comes and goes on a shared machine.
+   */
+  rounds?: number[];
   skipped?: string;
 }
 
@@ -121,13 +126,17 @@ export async function runHttp(context: BenchContext): Promise<HttpRun[]> {
   }
   return HTTP_VARIANTS.map((variant): HttpRun => {
     const framework = variant.startsWith('fastify') ? 'fastify' : 'express';
-    const measured = [...(rounds.get(variant) ?? [])].sort(
-      (a, b) => a.requestsPerSecond - b.requestsPerSecond,
-    );
+    const inOrder = rounds.get(variant) ?? [];
+    const measured = [...inOrder].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
     const median = measured[Math.floor((measured.length - 1) / 2)];
     if (median === undefined) return { variant, framework, skipped: skipped.get(variant) ?? 'not measured' };
     // Failures count over every round: one failed request anywhere is worth seeing.
     const failed = measured.reduce((sum, run) => sum + run.failed, 0);
-    return { variant, framework, result: { ...median, failed } };
+    return {
+      variant,
+      framework,
+      result: { ...median, failed },
+      rounds: inOrder.map((run) => run.requestsPerSecond),
+    };
   });
 }

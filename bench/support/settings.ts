@@ -88,7 +88,7 @@ export function parseSettings(args: readonly string[], env: NodeJS.ProcessEnv): 
     requestsPerKey: 100,
     httpConnections: 64,
     httpSeconds: quick ? Math.max(0.5, seconds) : seconds,
-    httpRounds: quick ? 1 : 3,
+    httpRounds: quick ? 1 : 5,
     skewWindowsMs: quick ? [5_000] : [5_000, 10_000, 60_000],
     skewRealWindowMs: quick ? 1000 : 3000,
     scenarios: scenarios as ScenarioName[],
