@@ -112,10 +112,14 @@ function httpLines(results: BenchResults): Line[] {
       return { target, measured: fg?.skipped ?? 'not run', status: 'not measured' as const };
     const ofMedians = fg.result.requestsPerSecond / peer.result.requestsPerSecond;
     const paired = pairedRatio(fg.rounds, peer.rounds);
+    // The bare server ÷ the peer: what a limiter that cost nothing at all would reach.
+    const bare = rows.find((run) => run.variant === framework);
+    const ceiling = bare?.result === undefined ? undefined : pairedRatio(bare.rounds, peer.rounds);
+    const reach = ceiling === undefined ? '' : `; a limiter costing nothing would reach ${x(ceiling.median)}`;
     if (paired === undefined) return { target, measured: x(ofMedians), status: status(ofMedians >= 1.2) };
     return {
       target,
-      measured: `${x(paired.median)} (median of ${paired.count} rounds, each pair back to back; ratio of the medians ${x(ofMedians)})`,
+      measured: `${x(paired.median)} (median of ${paired.count} rounds, each pair back to back; ratio of the medians ${x(ofMedians)}${reach})`,
       status: status(paired.median >= 1.2),
     };
   });
