@@ -14,6 +14,8 @@ export interface Settings {
   quick: boolean;
   /** Measured seconds per run. */
   seconds: number;
+  /** Rounds over the Redis contenders per decisions table (each row keeps its best round). */
+  decisionRounds: number;
   /** Unmeasured seconds before each run. */
   warmupSeconds: number;
   /** Checks in flight for the decision runs. */
@@ -81,6 +83,7 @@ export function parseSettings(args: readonly string[], env: NodeJS.ProcessEnv): 
   return {
     quick,
     seconds,
+    decisionRounds: quick ? 1 : 2,
     warmupSeconds: quick ? Math.min(0.1, seconds) : Math.min(1, seconds / 3),
     inFlight: [1, 64],
     manyKeys: 10_000,
