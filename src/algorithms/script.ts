@@ -184,6 +184,26 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
   local count = #rules
   out[n + 1] = count * 6 + (overrideRemaining and 1 or 0)
   n = n + 1
+  if count == 1 then
+    -- The usual case, one rule: commit at once, without the COMMIT_* tables below.
+    local rule = rules[1]
+    local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
+      EVALUATORS[rule[1]](k, rule[2], rule[3], rule[4], cost)
+    out[n + 1] = allowed and 1 or 0
+    out[n + 2] = remaining
+    out[n + 3] = reset
+    out[n + 4] = retry
+    out[n + 5] = resetAfter
+    out[n + 6] = token
+    n = n + 6
+    if allowed and mode == 'c' then commit(k, cost, x, y, z, w) end
+    k = k + KEY_COUNTS[rule[1]]
+    if overrideRemaining then
+      n = n + 1
+      out[n] = overrideRemaining
+    end
+    return n, k
+  end
   -- Evaluate every rule first; consume only if all of them allow the request. An evaluator
   -- returns its commit as a function and up to four arguments, kept in the call's reusable
   -- COMMIT_* tables: a closure per rule per check measurably cost more.

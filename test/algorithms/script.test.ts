@@ -19,7 +19,7 @@ import {
 import { commandCalls, type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
-const PINNED_SHA = 'f5ef3c83fb3f12b7ed2cdad0060cf226cd8b6964';
+const PINNED_SHA = '64926f45d3454e1eb9bca326161e5b0c4adf52be';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
