@@ -184,29 +184,10 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
   local count = #rules
   out[n + 1] = count * 6 + (overrideRemaining and 1 or 0)
   n = n + 1
-  if count == 1 then
-    -- The usual case, one rule: commit at once, without the COMMIT_* tables below.
-    local rule = rules[1]
-    local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
-      EVALUATORS[rule[1]](k, rule[2], rule[3], rule[4], cost)
-    out[n + 1] = allowed and 1 or 0
-    out[n + 2] = remaining
-    out[n + 3] = reset
-    out[n + 4] = retry
-    out[n + 5] = resetAfter
-    out[n + 6] = token
-    n = n + 6
-    if allowed and mode == 'c' then commit(k, cost, x, y, z, w) end
-    k = k + KEY_COUNTS[rule[1]]
-    if overrideRemaining then
-      n = n + 1
-      out[n] = overrideRemaining
-    end
-    return n, k
-  end
   -- Evaluate every rule first; consume only if all of them allow the request. An evaluator
   -- returns its commit as a function and up to four arguments, kept in the call's reusable
-  -- COMMIT_* tables: a closure per rule per check measurably cost more.
+  -- COMMIT_* tables: a closure per rule per check measurably cost more. One rule (the usual
+  -- case) is its own verdict: it commits at once, without the tables.
   local allAllowed = true
   for i = 1, count do
     local rule = rules[i]
@@ -220,11 +201,15 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     out[n + 5] = resetAfter
     out[n + 6] = token
     n = n + 6
-    COMMIT_FN[i], COMMIT_K[i], COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i] = commit, k, x, y, z, w
-    allAllowed = allAllowed and allowed
+    if count == 1 then
+      if allowed and mode == 'c' then commit(k, cost, x, y, z, w) end
+    else
+      COMMIT_FN[i], COMMIT_K[i], COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i] = commit, k, x, y, z, w
+      allAllowed = allAllowed and allowed
+    end
     k = k + KEY_COUNTS[code]
   end
-  if allAllowed and mode == 'c' then
+  if count > 1 and allAllowed and mode == 'c' then
     for i = 1, count do COMMIT_FN[i](COMMIT_K[i], cost, COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i]) end
   end
   if overrideRemaining then
