@@ -14,10 +14,11 @@
  * of ~100 ms taken in turn (forward, then backward order) fall in the same phases; the median per
  * build then shows a few percent. Pin the run to one core (`taskset -c 0`): the two vCPUs here
  * are not equally fast for minutes at a time, and a process stays where it started (unpinned,
- * about one process in four ran at half speed for a whole run). Each build runs in a process of its own (forked, idle while the
- * others measure), with its own limiter, key prefix and Redis client (one throwaway server for
- * all): two builds loaded into one process measured ~15% apart when both were the same code,
- * the one created first slower, whatever was tried to keep their JIT feedback apart.
+ * about one process in four ran at half speed for a whole run). Each build runs in a process of
+ * its own (forked, idle while the others measure), with its own limiter, key prefix and Redis
+ * client (one throwaway server for all), driven by the bench's load loop (support/load.ts): two
+ * builds loaded into one process measured ~15% apart when both were the same code, the one
+ * created first slower, whatever was tried to keep their JIT feedback apart.
  *
  * Prints decisions/s and each build's own CPU µs per decision, and ratios to the
  * first. Not part of `npm run bench`: it compares versions of Floodgate, not Floodgate and peers.
@@ -30,6 +31,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import type * as Floodgate from '../src/index.js';
 import { userKeys } from './support/context.js';
+import { runLoad } from './support/load.js';
 import { type RedisServer, startBenchRedis } from './support/redis.js';
 
 const { values, positionals } = parseArgs({
@@ -90,24 +92,29 @@ async function worker(dir: string, redisPort: number | undefined): Promise<void>
     store: limiterStore,
   });
   const check = async (key: string) => (await limiter.check(key)).allowed;
+  const operation = (i: number) => check(keys[i % keys.length] as string);
   process.on('message', async (ms: number) => {
     if (ms === 0) {
       close();
       process.disconnect();
       return;
     }
-    const cpuBefore = process.cpuUsage();
-    const end = performance.now() + ms;
-    let done = 0;
-    const run = async () => {
-      while (performance.now() < end) {
-        await check(keys[done % keys.length] as string);
-        done++;
-      }
-    };
-    await Promise.all(Array.from({ length: inFlight }, run));
+    // The bench's own loop (a full GC before each slice), CPU counted over the measured part only.
+    let cpuBefore = process.cpuUsage();
+    const result = await runLoad(operation, {
+      inFlight,
+      seconds: ms / 1000,
+      warmupSeconds: 0,
+      latency: false,
+      betweenPhases: async () => {
+        cpuBefore = process.cpuUsage();
+      },
+    });
     const cpu = process.cpuUsage(cpuBefore);
-    process.send?.({ perSecond: (done / ms) * 1000, cpuUs: (cpu.user + cpu.system) / Math.max(1, done) });
+    process.send?.({
+      perSecond: result.perSecond,
+      cpuUs: (cpu.user + cpu.system) / Math.max(1, result.ops),
+    });
   });
   process.send?.('ready');
 }
