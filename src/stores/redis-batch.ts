@@ -2,7 +2,8 @@
  * Batching for the Redis store: checks issued in the same turn of the event loop travel in one
  * script call (one command to write, parse and run, one TIME on the server), whatever the
  * client's own pipelining settings; 32 queued checks go at once, without waiting for the turn
- * to end. On a cluster a batch only holds keys of one hash slot, so it still runs on one node. A failed call fails every check in it; none is ever re-sent.
+ * to end. On a cluster a batch only holds keys of one hash slot, so it still runs on one node.
+ * A failed call fails every check in it; none is ever re-sent.
  */
 import type { Script } from '../algorithms/script.js';
 
