@@ -44,7 +44,21 @@ function digest(bytes: Buffer): string {
 
 /** The part of every Redis key shared by all rules of one user key. */
 export function keyHead(prefix: string, key: string): string {
-  return `${prefix}:{${encodeKey(key)}}`;
+  return headOf(prefix, encodeKey(key));
+}
+
+/** keyHead for a key already encoded by encodeKey. */
+export function headOf(prefix: string, encoded: string): string {
+  return `${prefix}:{${encoded}}`;
+}
+
+/** A head's prefix and encoded key, as headOf joined them (neither contains a brace). */
+export function splitHead(head: string): { prefix: string; encoded: string } {
+  const open = head.indexOf('{');
+  if (open < 2 || head[open - 1] !== ':' || !head.endsWith('}')) {
+    throw new TypeError(`key head: expected '<prefix>:{<encoded key>}', got ${describe(head)}`);
+  }
+  return { prefix: head.slice(0, open - 1), encoded: head.slice(open + 1, -1) };
 }
 
 /** Where a key's runtime override is stored: in the key's own slot, beside its rule state. */

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter, redisStore } from '../src/index.js';
-import { encodeKey, keyHead, MAX_ENCODED_KEY } from '../src/keys.js';
+import { encodeKey, keyHead, MAX_ENCODED_KEY, splitHead } from '../src/keys.js';
 import { crc16, hashTag, keySlot } from './support/crc16.js';
 import { type RedisServer, startRedisServer } from './support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from './support/timeouts.js';
@@ -166,6 +166,24 @@ describe('encodeKey', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('splitHead', () => {
+  it('gives back the prefix and encoded key of any head, for any prefix and key', () => {
+    const prefix = fc.stringMatching(/^[A-Za-z0-9_.:@/+=~-]{1,64}$/);
+    fc.assert(
+      fc.property(prefix, fc.oneof(fc.string(), fc.constantFrom(...TRICKY_KEYS)), (p, key) => {
+        fc.pre(key.length > 0);
+        expect(splitHead(keyHead(p, key))).toEqual({ prefix: p, encoded: encodeKey(key) });
+      }),
+    );
+  });
+
+  it('refuses a string that is not a head, naming the expected form', () => {
+    for (const bad of ['user', 'p{k}', ':{k}', 'p:{k', 'p:k}']) {
+      expect(() => splitHead(bad), bad).toThrow(/key head: expected '<prefix>:\{<encoded key>\}'/);
+    }
   });
 });
 

@@ -74,10 +74,12 @@ describe('TTLs', () => {
   });
 
   it.each(ALGORITHMS)('%s: the keys are gone once their state no longer matters', async (algorithm) => {
-    const limiter = limiterFor({ name: 'r', algorithm, limit: 2, window: 40 });
+    // Long enough that a loaded machine still lists the keys before they expire (40 ms once
+    // flaked in a full parallel run), short enough to wait out.
+    const limiter = limiterFor({ name: 'r', algorithm, limit: 2, window: 250 });
     const decision = await limiter.check('user');
     expect(await allKeys()).toHaveLength(KEYS_PER_RULE[algorithm]);
-    expect(decision.resetMs).toBeLessThanOrEqual(80);
+    expect(decision.resetMs).toBeLessThanOrEqual(500);
     await sleep(decision.resetMs + 5);
     expect(await allKeys()).toEqual([]);
   });
