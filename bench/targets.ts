@@ -130,8 +130,9 @@ function memoryStoreLine(results: BenchResults): Line[] {
   if (runs === undefined) return [];
   const parts: string[] = [];
   let worst = Number.POSITIVE_INFINITY;
-  for (const workload of ['many', 'flood'] as const) {
+  for (const workload of ['many', 'many-large', 'flood'] as const) {
     const rows = runs.filter((run) => run.workload === workload);
+    if (rows.length === 0) continue;
     const rlf = rows.find((run) => run.contender.short === 'rlf')?.result.perSecond ?? Number.NaN;
     const fg = rows.filter((run) => run.contender.role === 'floodgate');
     worst = Math.min(worst, ...fg.map((run) => run.result.perSecond / rlf));

@@ -8,13 +8,14 @@
  */
 import { MEMORY_CONTENDERS } from '../peers/index.js';
 import { WORKLOADS } from '../scenarios/decisions.js';
+import type { MemoryWorkload } from '../scenarios/memory-store.js';
 import { userKeys } from './context.js';
 import { runLoad } from './load.js';
 
 export interface MemoryJob {
   /** Index into MEMORY_CONTENDERS. */
   contender: number;
-  workload: 'many' | 'flood';
+  workload: MemoryWorkload;
   keys: number;
   seconds: number;
   warmupSeconds: number;
@@ -24,7 +25,7 @@ const job = JSON.parse(process.argv[2] ?? '') as MemoryJob;
 const contender = MEMORY_CONTENDERS[job.contender];
 if (contender === undefined) throw new Error(`memory-worker: no contender #${job.contender}`);
 const keys = userKeys(job.keys);
-const { check, close } = contender.create(WORKLOADS[job.workload].policy);
+const { check, close } = contender.create(WORKLOADS[job.workload === 'flood' ? 'flood' : 'many'].policy);
 const operation =
   job.workload === 'flood' ? () => check('hot') : (i: number) => check(keys[i % keys.length] as string);
 try {

@@ -22,6 +22,8 @@ export interface Settings {
   inFlight: readonly number[];
   /** Distinct keys cycled through in the "many keys" workload. */
   manyKeys: number;
+  /** Distinct keys of the memory store's large workload: more than a limiter's default caches hold. */
+  largeKeys: number;
   /** Keys written for the memory-per-key figure, and requests per key. */
   memoryKeys: number;
   requestsPerKey: number;
@@ -87,6 +89,7 @@ export function parseSettings(args: readonly string[], env: NodeJS.ProcessEnv): 
     warmupSeconds: quick ? Math.min(0.1, seconds) : Math.min(1, seconds / 3),
     inFlight: [1, 64],
     manyKeys: 10_000,
+    largeKeys: quick ? 20_000 : 100_000,
     memoryKeys: quick ? 50 : 500,
     requestsPerKey: 100,
     httpConnections: 64,
