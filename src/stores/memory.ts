@@ -16,7 +16,9 @@ import type { EvaluateReply, Store, StoredOverride } from './types.js';
 export interface MemoryStoreOptions {
   /**
    * Most rule states kept (one per key per rule); past it the least recently used key's states are dropped.
-   * Default 100,000, roughly 20-40 MB for the O(1) algorithms.
+   * Default 100,000: ~30 MB for 100,000 one-rule keys of an O(1) algorithm, plus ~10 MB for each
+   * limiter's cache of their key heads (which holds up to `maxKeys` keys, so that a check finds
+   * its state without rebuilding the key's name).
    */
   maxKeys?: number;
   /** The clock in milliseconds since the epoch. Default `Date.now`; inject one in tests and simulations. */
