@@ -131,10 +131,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
   const clock = options.clock ?? Date.now;
   if (typeof clock !== 'function')
     throw new TypeError(`memoryStore clock: expected a function, got ${describe(clock)}`);
-  // Slot chains by encoded key (see Slot), least recently used first. Unbounded itself: reclaim() bounds the
-  // states, and so the chains. With a bound of its own (maxKeys chains), a full store's new chain
-  // made it drop the oldest one unseen by the state count, and reclaim() then dropped another:
-  // one state fewer than maxKeys, and with maxKeys 1 every write dropped at once.
+  // Slot chains by encoded key (see Slot), least recently used first. Unbounded itself: reclaim()
+  // bounds the states, and so the chains. With a bound of its own (maxKeys chains), a full store's
+  // new chain made it drop the oldest one unseen by the state count, and reclaim() then dropped
+  // another: one state fewer than maxKeys, and with maxKeys 1 every write dropped at once.
   const chains = createLru<Slot>(Number.POSITIVE_INFINITY);
   let stateCount = 0;
   let reclaimedAt = Number.NaN;
