@@ -10,7 +10,7 @@ import { SKEW_LIMIT } from './scenarios/clock-skew.js';
 import type { DecisionRun, Workload } from './scenarios/decisions.js';
 import { WORKLOADS } from './scenarios/decisions.js';
 import type { HttpRun } from './scenarios/http.js';
-import type { MemoryRun } from './scenarios/memory-store.js';
+import { LARGE_WORKLOAD_ALGORITHMS, type MemoryRun } from './scenarios/memory-store.js';
 import type { RedisCost } from './scenarios/redis-cost.js';
 import { count, micros, perDecision, ratio, table } from './support/markdown.js';
 import type { Settings } from './support/settings.js';
@@ -165,7 +165,7 @@ function memorySection(runs: readonly MemoryRun[], settings: Settings): string {
   const parts = ['## 3. Memory store (in process, one check at a time)\n'];
   const titles = {
     many: `${WORKLOADS.many.title} (${count(settings.manyKeys)})`,
-    'many-large': `${WORKLOADS.many.title} (${count(settings.largeKeys)}; Floodgate's O(1) algorithms fixed-window and gcra)`,
+    'many-large': `${WORKLOADS.many.title} (${count(settings.largeKeys)}; Floodgate's ${LARGE_WORKLOAD_ALGORITHMS.join(' and ')})`,
     flood: WORKLOADS.flood.title,
   };
   for (const workload of ['many', 'many-large', 'flood'] as const) {

@@ -29,8 +29,8 @@ export interface MemoryRun {
   result: LoadResult;
 }
 
-/** Contenders of the large workload: the peers, and Floodgate's cheapest and its recommended algorithm. */
-const LARGE_WORKLOAD_FLOODGATE = new Set(['floodgate fixed-window', 'floodgate gcra']);
+/** Floodgate's algorithms in the large workload (with every peer): its cheapest and its recommended one. */
+export const LARGE_WORKLOAD_ALGORITHMS: readonly string[] = ['fixed-window', 'gcra'];
 
 async function runAlone(job: MemoryJob): Promise<LoadResult> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(job)], {
@@ -47,7 +47,7 @@ export async function runMemoryStore(context: BenchContext): Promise<MemoryRun[]
       if (
         workload === 'many-large' &&
         contender.role === 'floodgate' &&
-        !LARGE_WORKLOAD_FLOODGATE.has(contender.name)
+        !LARGE_WORKLOAD_ALGORITHMS.some((algorithm) => contender.name === `floodgate ${algorithm}`)
       )
         continue;
       const result = await runAlone({
