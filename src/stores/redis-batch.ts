@@ -2,7 +2,8 @@
  * Batching for the Redis store: checks issued in the same turn of the event loop travel in one
  * script call (one command to write, parse and run, one TIME on the server), whatever the
  * client's own pipelining settings; 32 queued checks go at once, without waiting for the turn
- * to end. On a cluster a batch only holds keys of one hash slot, so it still runs on one node.
+ * to end, and so does a queue of MAX_BATCH_KEYS keys. On a cluster a batch only holds keys of one
+ * hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
 import type { Script } from '../algorithms/script.js';
@@ -23,6 +24,19 @@ const SPLIT_FROM = 8;
  * idling until all of them are done. It is also the most checks one call carries.
  */
 const SEND_EARLY_AT = 32;
+/**
+ * Most keys one call carries, whatever its number of checks: a queue that reaches it is sent at
+ * once, and a check that would take a queue past it starts the next call. The node's arguments
+ * (one per key) and the script's work per call stay bounded, so no check's answer depends on what
+ * shares its call. One check of the most rules a limiter accepts (rules.ts, MAX_RULES) fits.
+ */
+export const MAX_BATCH_KEYS = 4096;
+
+/** The checks queued for one call, and their keys' count. */
+interface Queue {
+  readonly checks: Pending[];
+  keys: number;
+}
 
 interface Pending {
   readonly script: Script;
@@ -83,7 +97,7 @@ export function createBatcher(
   // By script, then by shard (and clock): a batch runs one script, on one node, at one time (the
   // server's TIME, or one reading of an injected clock). Looked up by object and by number
   // where it can be: a string id built per check cost a fresh hash per lookup.
-  const queues = new Map<Script, Map<number | string, Pending[]>>();
+  const queues = new Map<Script, Map<number | string, Queue>>();
   let scheduled = false;
   // Calls sent and not yet answered, by the same id as the queues (slot, and clock); an id is
   // deleted when its last call is answered, so the map holds only ids with calls in flight.
@@ -95,7 +109,7 @@ export function createBatcher(
     // took 40% of the client's time (measured; V8 keeps a cleared table for its iterators).
     for (const [script, byShard] of queues) {
       queues.delete(script);
-      for (const [id, queue] of byShard) sendAll(queue, id);
+      for (const [id, queue] of byShard) sendAll(queue.checks, id);
     }
   }
 
@@ -165,12 +179,18 @@ export function createBatcher(
           queues.set(check.script, byShard);
         }
         let queue = byShard.get(id);
+        if (queue !== undefined && queue.keys + check.keys.length > MAX_BATCH_KEYS) {
+          byShard.delete(id);
+          send(queue.checks, id);
+          queue = undefined;
+        }
         if (queue === undefined) {
-          queue = [];
+          queue = { checks: [], keys: 0 };
           byShard.set(id, queue);
         }
+        queue.keys += check.keys.length;
         // Field by field: spreads are slow on this path.
-        queue.push({
+        queue.checks.push({
           script: check.script,
           now: check.now,
           keys: check.keys,
@@ -181,9 +201,9 @@ export function createBatcher(
           resolve,
           reject,
         });
-        if (queue.length >= SEND_EARLY_AT) {
+        if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
           byShard.delete(id);
-          send(queue, id);
+          send(queue.checks, id);
         } else if (!scheduled) {
           scheduled = true;
           // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests

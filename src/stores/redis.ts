@@ -18,7 +18,7 @@ import { describe } from '../duration.js';
 import { keyHead, overrideKey, overrideRegistryKey } from '../keys.js';
 import type { ResolvedRule } from '../rules.js';
 import { rejectUnknownOptions } from './options.js';
-import { createBatcher } from './redis-batch.js';
+import { createBatcher, MAX_BATCH_KEYS } from './redis-batch.js';
 import {
   isFunctionMissingError,
   isFunctionsUnavailableError,
@@ -242,7 +242,12 @@ export function redisStore(options: RedisStoreOptions): Store {
       await run(described.script, ruleKeys(head, described.suffixes), args);
     },
     async reset(head, rules) {
-      await run(BASE_SCRIPT, ruleKeys(head, describeRules(rules).suffixes), ['r']);
+      // Every plan's rules at once can be many keys: in calls of a bounded size, each led by the
+      // override key the script skips.
+      const [override, ...keys] = ruleKeys(head, describeRules(rules).suffixes);
+      for (let from = 0; from < keys.length; from += MAX_BATCH_KEYS) {
+        await run(BASE_SCRIPT, [override as string, ...keys.slice(from, from + MAX_BATCH_KEYS)], ['r']);
+      }
     },
     async setOverride(prefix, key, value, ttlMs) {
       const expiresAt = await run(
