@@ -17,6 +17,7 @@ import { RAW_FIELDS } from '../decision.js';
 import { describe } from '../duration.js';
 import { keyHead, overrideKey, overrideRegistryKey } from '../keys.js';
 import type { ResolvedRule } from '../rules.js';
+import { StoreClosedError } from './closed.js';
 import { rejectUnknownOptions } from './options.js';
 import { createBatcher, MAX_BATCH_KEYS } from './redis-batch.js';
 import {
@@ -197,6 +198,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       try {
         return await runOnce(script, keys, args);
       } catch (error) {
+        if (runner.closed?.() === true) throw new StoreClosedError('redis', error);
         // TRYAGAIN also means the script never ran, so running it again cannot double count.
         if (!isTryAgainError(error) || attempt >= TRYAGAIN_RETRIES) throw error;
         await sleep(TRYAGAIN_FIRST_DELAY_MS * 2 ** attempt);
