@@ -171,6 +171,15 @@ export function isTryAgainError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('TRYAGAIN');
 }
 
+/**
+ * Whether an error is Redis refusing a write for want of memory (`maxmemory` reached under
+ * `noeviction`): before running a function that may write, or at a script's first write (which
+ * fails the script before it wrote anything).
+ */
+export function isOutOfMemoryError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('OOM ');
+}
+
 /** Whether an error is Redis saying it has no function of that name (restart, FUNCTION FLUSH, new node): nothing ran. */
 export function isFunctionMissingError(error: unknown): boolean {
   return error instanceof Error && error.message.includes('Function not found');

@@ -66,6 +66,9 @@ const describedRules = new WeakMap<
   { suffixes: string[][]; script: Script; ruleSet: string }
 >();
 
+/** Each script as seen through its library's no-writes function (see runReadOnly). */
+const readOnlyViews = new WeakMap<Script, Script>();
+
 function ruleArgs(rule: ResolvedRule, token: number): string[] {
   return [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity, token].map(String);
 }
@@ -206,9 +209,23 @@ export function redisStore(options: RedisStoreOptions): Store {
     }
   }
 
+  /**
+   * A call Redis runs even while it refuses writes: by the library's no-writes function (a
+   * function that may write is refused before it runs), or by EVALSHA (a script is refused only
+   * at its first write, and peeks write nothing).
+   */
+  function runReadOnly(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    let view = readOnlyViews.get(script);
+    if (view === undefined) {
+      view = { ...script, functionName: script.readOnlyFunctionName };
+      readOnlyViews.set(script, view);
+    }
+    return run(view, keys, args);
+  }
+
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
-  const batcher = createBatcher(run, shardOf);
+  const batcher = createBatcher(run, shardOf, runReadOnly);
 
   return {
     kind: 'redis',
