@@ -26,4 +26,4 @@ export { memoryStore } from './stores/memory.js';
 export type { RedisStoreOptions } from './stores/redis.js';
 export { redisStore } from './stores/redis.js';
 export type { RedisClientLike, ScriptRunner } from './stores/redis-client.js';
-export type { EvaluateReply, OverrideChanged, Store, StoredOverride } from './stores/types.js';
+export type { EvaluateReply, OverrideChanged, Store, StoredOverride, StoreWarning } from './stores/types.js';

@@ -24,7 +24,7 @@ import { createStoreCaller, type Degraded, type StoreErrorPolicy } from './resil
 import { positiveInteger, type ResolvedRule, type RuleOptions } from './rules.js';
 import { actualCost, createTickets, tokensOf } from './settle.js';
 import { memoryStore } from './stores/memory.js';
-import type { Store } from './stores/types.js';
+import type { Store, StoreWarning } from './stores/types.js';
 
 export interface LimiterOptions {
   /**
@@ -96,6 +96,11 @@ export interface LimiterEvents {
   storeError: [cause: unknown];
   /** A key's stored override cannot apply here (malformed, or names an unknown plan): it is ignored. */
   invalidOverride: [info: { key: string; value: string; cause: unknown }];
+  /**
+   * A risk found at run time, once each, soon after the limiter is created: e.g. `code`
+   * `'maxmemory-policy'` when Redis may evict overrides and limiter state (an `allkeys-*` policy).
+   */
+  warning: [info: StoreWarning];
 }
 
 export interface Limiter {
@@ -229,6 +234,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
   });
   const { head, forgetDenials } = checks;
   const lifecycle = createLifecycle();
+  // After this turn, so listeners attached right after createLimiter hear it.
+  store.inspect?.().then(
+    (warnings) => {
+      if (!lifecycle.closed) for (const warning of warnings) emitter.emit('warning', warning);
+    },
+    // A store of the application's own that breaks the contract (never rejects) must not crash it.
+    () => undefined,
+  );
   // An in-process store answers within the turn: only checks that wait on I/O are counted.
   const evaluate =
     store.local === true

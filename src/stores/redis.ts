@@ -29,8 +29,9 @@ import {
   type ScriptRunner,
   toScriptRunner,
 } from './redis-client.js';
+import { memoryPolicyWarnings, readMemoryPolicies } from './redis-memory-policy.js';
 import { hashSlot } from './slot.js';
-import type { Store, StoredOverride } from './types.js';
+import type { Store, StoredOverride, StoreWarning } from './types.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis`/`Cluster`, an iovalkey client, a node-redis client or cluster, or a `ScriptRunner`. */
@@ -226,6 +227,8 @@ export function redisStore(options: RedisStoreOptions): Store {
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
   const batcher = createBatcher(run, shardOf, runReadOnly);
+  // Read once, when first asked (a limiter asks as it is created): see redis-memory-policy.ts.
+  let inspected: Promise<readonly StoreWarning[]> | undefined;
 
   return {
     kind: 'redis',
@@ -259,6 +262,10 @@ export function redisStore(options: RedisStoreOptions): Store {
       const args = ['s', String(reserved), now(), String(actual), String(rules.length), ...perRule];
       const described = describeRules(rules);
       await run(described.script, ruleKeys(head, described.suffixes), args);
+    },
+    inspect() {
+      inspected ??= readMemoryPolicies(options.client).then(memoryPolicyWarnings);
+      return inspected;
     },
     async reset(head, rules) {
       // Every plan's rules at once can be many keys: in calls of a bounded size, each led by the

@@ -11,6 +11,7 @@ import { scriptFor } from '../../src/algorithms/script.js';
 import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { encodeKey, keyHead } from '../../src/keys.js';
 import { MAX_RULES } from '../../src/rules.js';
+import { readMemoryPolicies } from '../../src/stores/redis-memory-policy.js';
 import { runSpecification } from '../algorithms/run-spec.js';
 import {
   hashTag,
@@ -157,6 +158,23 @@ describe('rule sets at the bound a limiter accepts', () => {
         after.map((decision) => decision.remaining),
         name,
       ).toEqual([4, 4, 4]);
+    }
+  });
+});
+
+describe('maxmemory-policy', () => {
+  it('is read from every master, and one allkeys-* master is warned about, through every client', async () => {
+    for (const client of [clients.ioredis, clients.nodeRedis, clients.valkey]) {
+      expect(await readMemoryPolicies(client)).toEqual(masters.map(() => 'noeviction'));
+    }
+    await nodeCommand(masters[1] as number, 'CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
+    try {
+      for (const client of [clients.ioredis, clients.nodeRedis, clients.valkey]) {
+        const warnings = await redisStore({ client }).inspect?.();
+        expect(warnings?.map((warning) => warning.code)).toEqual(['maxmemory-policy']);
+      }
+    } finally {
+      await nodeCommand(masters[1] as number, 'CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
     }
   });
 });
