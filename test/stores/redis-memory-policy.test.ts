@@ -5,6 +5,7 @@
  */
 
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { createLimiter, redisStore, type Store, type StoreWarning } from '../../src/index.js';
 import {
@@ -52,6 +53,32 @@ describe.each(['ioredis', 'node-redis'])('through %s', (name) => {
     await ioredis.config('SET', 'maxmemory-policy', policy);
     expect(await warningsOf(redisStore({ client: client() }))).toEqual([]);
   });
+});
+
+it('is read once the client connects, when the limiter was created before it', async () => {
+  await ioredis.config('SET', 'maxmemory-policy', 'allkeys-lru');
+  const lazy = new Redis({
+    port: server.port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    enableOfflineQueue: false,
+  });
+  const node = createClient({ url: server.url });
+  try {
+    const warned = [redisStore({ client: lazy }), redisStore({ client: node })].map((store) => {
+      const limiter = createLimiter({ rules: { algorithm: 'gcra', limit: 5, window: '1s' }, store });
+      return new Promise<StoreWarning>((resolve) => limiter.on('warning', resolve));
+    });
+    await Promise.all([lazy.connect(), node.connect()]);
+    expect((await Promise.all(warned)).map((warning) => warning.code)).toEqual([
+      'maxmemory-policy',
+      'maxmemory-policy',
+    ]);
+  } finally {
+    lazy.disconnect();
+    await node.close();
+    await ioredis.config('SET', 'maxmemory-policy', 'noeviction');
+  }
 });
 
 it('a user whose ACL denies CONFIG is not inspected, and its checks work', async () => {
