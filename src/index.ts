@@ -7,6 +7,7 @@ export type { AlgorithmName } from './algorithms/index.js';
 export type { Decision, RuleDecision } from './decision.js';
 export type { Duration } from './duration.js';
 export { parseDuration } from './duration.js';
+export { LimiterClosedError } from './lifecycle.js';
 export type { CheckOptions, Limiter, LimiterEvents, LimiterOptions, RuleInfo } from './limiter.js';
 export { createLimiter } from './limiter.js';
 export type {
@@ -19,9 +20,10 @@ export type {
 } from './overrides.js';
 export { createOverrideAdmin } from './overrides.js';
 export type { RuleOptions } from './rules.js';
+export { StoreClosedError } from './stores/closed.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export { memoryStore } from './stores/memory.js';
 export type { RedisStoreOptions } from './stores/redis.js';
 export { redisStore } from './stores/redis.js';
 export type { RedisClientLike, ScriptRunner } from './stores/redis-client.js';
-export type { EvaluateReply, OverrideChanged, Store, StoredOverride } from './stores/types.js';
+export type { EvaluateReply, OverrideChanged, Store, StoredOverride, StoreWarning } from './stores/types.js';

@@ -9,6 +9,7 @@ import { createChecks } from './check.js';
 import type { Decision } from './decision.js';
 import { type Duration, describe, parseDuration } from './duration.js';
 import { resolvePrefix } from './keys.js';
+import { createLifecycle, LimiterClosedError } from './lifecycle.js';
 import {
   createOverrideAdmin,
   createOverrideCache,
@@ -23,7 +24,7 @@ import { createStoreCaller, type Degraded, type StoreErrorPolicy } from './resil
 import { positiveInteger, type ResolvedRule, type RuleOptions } from './rules.js';
 import { actualCost, createTickets, tokensOf } from './settle.js';
 import { memoryStore } from './stores/memory.js';
-import type { Store } from './stores/types.js';
+import type { Store, StoreWarning } from './stores/types.js';
 
 export interface LimiterOptions {
   /**
@@ -95,6 +96,11 @@ export interface LimiterEvents {
   storeError: [cause: unknown];
   /** A key's stored override cannot apply here (malformed, or names an unknown plan): it is ignored. */
   invalidOverride: [info: { key: string; value: string; cause: unknown }];
+  /**
+   * A risk found at run time, once each, soon after the limiter is created: e.g. `code`
+   * `'maxmemory-policy'` when Redis may evict overrides and limiter state (an `allkeys-*` policy).
+   */
+  warning: [info: StoreWarning];
 }
 
 export interface Limiter {
@@ -127,6 +133,17 @@ export interface Limiter {
   clearOverride(key: string): Promise<void>;
   /** Every override under this limiter's prefix (for operators). */
   listOverrides(): Promise<OverrideEntry[]>;
+  /**
+   * Stops the limiter: every later call rejects with a `LimiterClosedError`, and the returned
+   * promise resolves once the calls already under way have settled (each within `timeout`). The
+   * store's Redis client is yours: close it after this.
+   * @example
+   * process.on('SIGTERM', async () => {
+   *   await limiter.close();
+   *   await redis.quit();
+   * });
+   */
+  close(): Promise<void>;
   on<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): this;
   off<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): this;
 }
@@ -216,6 +233,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
     invalidOverride: (info) => emitter.emit('invalidOverride', info),
   });
   const { head, forgetDenials } = checks;
+  const lifecycle = createLifecycle();
+  // After this turn, so listeners attached right after createLimiter hear it.
+  store.inspect?.().then(
+    (warnings) => {
+      if (!lifecycle.closed) for (const warning of warnings) emitter.emit('warning', warning);
+    },
+    // A store of the application's own that breaks the contract (never rejects) must not crash it.
+    () => undefined,
+  );
+  // An in-process store answers within the turn: only checks that wait on I/O are counted.
+  const evaluate =
+    store.local === true
+      ? (operation: string, key: string, options: CheckOptions | undefined, consume: boolean) =>
+          lifecycle.closed
+            ? Promise.reject(new LimiterClosedError(operation))
+            : checks.evaluate(key, options, consume)
+      : (operation: string, key: string, options: CheckOptions | undefined, consume: boolean) =>
+          lifecycle.run(operation, () => checks.evaluate(key, options, consume));
 
   const limiter: Limiter = {
     prefix,
@@ -227,43 +262,28 @@ export function createLimiter(options: LimiterOptions): Limiter {
         : Object.fromEntries(plans.sets.map((set) => [set.plan, set.rules.map(describeRule)])),
     defaultPlan: plans.defaultPlan,
     check: function check(key, options) {
-      return checks.evaluate(key, options, true);
+      return evaluate('check', key, options, true);
     },
     peek: function peek(key, options) {
-      return checks.evaluate(key, options, false);
+      return evaluate('peek', key, options, false);
     },
-    settle: async function settle(decision, actual) {
-      const units = actualCost(actual);
-      // A denial reserved nothing.
-      if ((decision as Decision | null)?.allowed === false) return;
-      const ticket = tickets.take(decision);
-      if (ticket.where === undefined || units === ticket.reserved) return;
-      const { head: keyHeadValue, rules, reserved, where } = ticket;
-      const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokensOf(ticket));
-      // A refund can make room for a request a cached denial would turn away.
-      if (applied && units < reserved) forgetDenials(keyHeadValue);
+    settle: function settle(decision, actual) {
+      return lifecycle.run('settle', () => settleDecision(decision, actual));
     },
-    reset: async function reset(key) {
-      const keyHeadValue = head(key);
-      forgetDenials(keyHeadValue);
-      const rules = checks.storedRules(keyHeadValue);
-      await store.reset(keyHeadValue, rules);
-      if (typeof policy === 'object') await policy.reset(keyHeadValue, rules);
+    reset: function reset(key) {
+      return lifecycle.run('reset', () => resetKey(key));
     },
-    setOverride: async function setOverride(key, override, overrideOptions) {
-      const keyHeadValue = head(key);
-      await admin.set(key, override, overrideOptions);
-      overrides.delete(keyHeadValue);
-      forgetDenials(keyHeadValue);
+    setOverride: function setOverride(key, override, overrideOptions) {
+      return lifecycle.run('setOverride', () => storeOverride(key, override, overrideOptions));
     },
-    clearOverride: async function clearOverride(key) {
-      const keyHeadValue = head(key);
-      await admin.clear(key);
-      overrides.delete(keyHeadValue);
-      forgetDenials(keyHeadValue);
+    clearOverride: function clearOverride(key) {
+      return lifecycle.run('clearOverride', () => removeOverride(key));
     },
     listOverrides: function listOverrides() {
-      return admin.list();
+      return lifecycle.run('listOverrides', () => admin.list());
+    },
+    close: function close() {
+      return lifecycle.close();
     },
     on(event, listener) {
       emitter.on(event, listener as (...args: unknown[]) => void);
@@ -274,6 +294,40 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return this;
     },
   };
+
+  async function settleDecision(decision: Decision, actual: number): Promise<void> {
+    const units = actualCost(actual);
+    // A denial reserved nothing.
+    if ((decision as Decision | null)?.allowed === false) return;
+    const ticket = tickets.take(decision);
+    if (ticket.where === undefined || units === ticket.reserved) return;
+    const { head: keyHeadValue, rules, reserved, where } = ticket;
+    const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokensOf(ticket));
+    // A refund can make room for a request a cached denial would turn away.
+    if (applied && units < reserved) forgetDenials(keyHeadValue);
+  }
+
+  async function resetKey(key: string): Promise<void> {
+    const keyHeadValue = head(key);
+    forgetDenials(keyHeadValue);
+    const rules = checks.storedRules(keyHeadValue);
+    await store.reset(keyHeadValue, rules);
+    if (typeof policy === 'object') await policy.reset(keyHeadValue, rules);
+  }
+
+  async function storeOverride(key: string, override: Override, overrideOptions?: OverrideOptions) {
+    const keyHeadValue = head(key);
+    await admin.set(key, override, overrideOptions);
+    overrides.delete(keyHeadValue);
+    forgetDenials(keyHeadValue);
+  }
+
+  async function removeOverride(key: string): Promise<void> {
+    const keyHeadValue = head(key);
+    await admin.clear(key);
+    overrides.delete(keyHeadValue);
+    forgetDenials(keyHeadValue);
+  }
   return limiter;
 }
 

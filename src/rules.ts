@@ -38,6 +38,13 @@ export interface ResolvedRule {
  * in both JavaScript and Lua doubles, with headroom for sums of two such products.
  */
 export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
+/**
+ * Most rules one check evaluates. A check is one atomic store call (on Redis, one script call
+ * that blocks the server while it runs, with up to two keys per rule), and the Redis store sends
+ * at most MAX_BATCH_KEYS keys per call (see redis-batch.ts): this bound keeps every check
+ * within one call.
+ */
+export const MAX_RULES = 1000;
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst']);
 
@@ -50,6 +57,11 @@ export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
   if (input === undefined || list.length === 0) {
     throw new TypeError(
       `${option}: at least one rule is required, e.g. { algorithm: 'sliding-window', limit: 100, window: '1m' }`,
+    );
+  }
+  if (list.length > MAX_RULES) {
+    throw new RangeError(
+      `${option}: ${list.length} rules given; at most ${MAX_RULES} rules can be evaluated in one atomic store call`,
     );
   }
   const rules = list.map((rule, index) =>

@@ -76,8 +76,8 @@ local function fmt(x)
   return text
 end
 
--- String values of this call's keys: checks and settles read them all with one MGET up front
--- (one redis.call for a whole batch instead of one GET per key: most of a check's cost in Redis
+-- String values of this call's keys: checks and settles read them all with MGET up front (one
+-- redis.call per SLICE keys instead of one GET per key: most of a check's cost in Redis
 -- is its redis.call count). Writes go through put/del, which remember them, so a key that is
 -- checked twice in one batch reads its own write. Non-string keys (sliding-log's sorted set)
 -- read as false here and are used through their own commands.
@@ -111,6 +111,26 @@ local function del(k)
   local key = KEYS[k]
   call('DEL', key)
   WRITTEN[key], TTL[key] = false, nil
+end
+-- Lua's unpack, and so one redis.call's arguments, stop at about 8,000 values: a call's keys are
+-- read and deleted in slices of this many, whatever the size of its batch or rule set.
+local SLICE = 1000
+local function readAll()
+  local count = #KEYS
+  if count <= SLICE then return call('MGET', unpack(KEYS)) end
+  local values = {}
+  for from = 1, count, SLICE do
+    local part = call('MGET', unpack(KEYS, from, min(from + SLICE - 1, count)))
+    for i = 1, #part do values[from + i - 1] = part[i] end
+  end
+  return values
+end
+local function deleteFrom(first)
+  local count, deleted = #KEYS, 0
+  for from = first, count, SLICE do
+    deleted = deleted + call('DEL', unpack(KEYS, from, min(from + SLICE - 1, count)))
+  end
+  return deleted
 end
 local function writeAll()
   for i = 1, DIRTY_COUNT do
@@ -226,7 +246,7 @@ local function run(keys, args)
   end
   call, KEYS, ARGV, FORMATTED = redis.call, keys, args, {}
   local mode = ARGV[1]
-  if mode == 'r' then return call('DEL', unpack(KEYS, 2)) end
+  if mode == 'r' then return deleteFrom(2) end
   if mode == 'x' then return call('DEL', KEYS[1]) end
   if mode == 'g' then return call('HSET', KEYS[1], ARGV[2], ARGV[4]) end
   if mode == 'd' then return call('HDEL', KEYS[1], ARGV[2]) end
@@ -263,7 +283,7 @@ local function run(keys, args)
     return reply
   end
 
-  VALUES, WRITTEN, TTL, DIRTY, DIRTY_COUNT = call('MGET', unpack(KEYS)), {}, {}, {}, 0
+  VALUES, WRITTEN, TTL, DIRTY, DIRTY_COUNT = readAll(), {}, {}, {}, 0
 
   if mode == 's' then
     local reserved = tonumber(ARGV[2])
@@ -321,8 +341,13 @@ export interface Script {
    * FUNCTION LOAD: a call then runs only the operation, not the definitions of every helper.
    */
   readonly library: string;
-  /** The library's name, which is also its one function's name (unique per script text). */
+  /** The library's name, which is also its main function's name (unique per script text). */
   readonly functionName: string;
+  /**
+   * The same function flagged `no-writes`, for FCALL_RO: Redis still runs it when it refuses
+   * writes (out of memory), so a batch of peeks can tell which keys are over their limit.
+   */
+  readonly readOnlyFunctionName: string;
 }
 
 const scripts = new Map<string, Script>();
@@ -340,8 +365,9 @@ export function scriptFor(codes: readonly number[]): Script {
     // Named after the content, so two versions of Floodgate sharing a server never replace
     // each other's library with a different one.
     const functionName = `floodgate_${sha.slice(0, 20)}`;
-    const library = `#!lua name=${functionName}\n${body}\nredis.register_function('${functionName}', run)\n`;
-    script = { text, sha, library, functionName };
+    const readOnlyFunctionName = `${functionName}_ro`;
+    const library = `#!lua name=${functionName}\n${body}\nredis.register_function('${functionName}', run)\nredis.register_function{function_name='${readOnlyFunctionName}', callback=run, flags={'no-writes'}}\n`;
+    script = { text, sha, library, functionName, readOnlyFunctionName };
     scripts.set(id, script);
   }
   return script;

@@ -5,6 +5,7 @@
  * it never retries a failed or timed-out call, which may already have been applied.
  */
 import type { ResolvedRule } from '../rules.js';
+import { StoreClosedError } from '../stores/closed.js';
 import type { EvaluateReply, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
 import { createDeadlines, TIMED_OUT } from './deadline.js';
@@ -160,6 +161,8 @@ export function createStoreCaller(
         return { ok: true, value: outcome };
       },
       (error: unknown): Attempt<T> => {
+        // Not a failure to ride out: the application closed the client (see stores/closed.ts).
+        if (error instanceof StoreClosedError) throw error;
         breaker?.fail(clock());
         failed('error', error);
         return FAILED_ATTEMPT;
@@ -181,7 +184,13 @@ export function createStoreCaller(
         await policy.settle(head, rules, reserved, actual, tokens);
         return true;
       }
-      return (await attempt(head, () => store.settle(head, rules, reserved, actual, tokens))).ok;
+      try {
+        return (await attempt(head, () => store.settle(head, rules, reserved, actual, tokens))).ok;
+      } catch (error) {
+        // A closed store (the one error attempt passes on): reported, never thrown, as any failure.
+        events.storeError(error);
+        return false;
+      }
     },
   };
 }

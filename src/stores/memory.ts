@@ -66,6 +66,39 @@ function slotOf(first: Slot | undefined, prefix: string, tail: string): Slot | u
   return slot;
 }
 
+/** Each rule's position in its list, by key tail: built once per rule list. */
+const ruleIndexes = new WeakMap<readonly ResolvedRule[], Map<string, number>>();
+
+/**
+ * Each rule's slot under `prefix` in a chain (undefined where it has none), in one pass over the
+ * chain: looking each rule up with slotOf walks the chain once per rule, quadratic in the rules.
+ */
+function slotsOf(
+  first: Slot | undefined,
+  prefix: string,
+  rules: readonly ResolvedRule[],
+): (Slot | undefined)[] {
+  let index = ruleIndexes.get(rules);
+  if (index === undefined) {
+    index = new Map(rules.map((rule, i) => [rule.keyTail, i]));
+    ruleIndexes.set(rules, index);
+  }
+  const slots: (Slot | undefined)[] = new Array(rules.length).fill(undefined);
+  for (let slot = first; slot !== undefined; slot = slot.next) {
+    if (slot.prefix !== prefix) continue;
+    const at = index.get(slot.tail);
+    if (at !== undefined) slots[at] = slot;
+  }
+  return slots;
+}
+
+/** The last slot of a chain. */
+function lastOf(first: Slot | undefined): Slot | undefined {
+  let last = first;
+  while (last?.next !== undefined) last = last.next;
+  return last;
+}
+
 /** A slot's state while it matters; expired state reads as none, whether or not it was reclaimed yet. */
 function liveState(slot: Slot | undefined, now: number): unknown {
   return slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
@@ -148,7 +181,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
 
   /**
    * Stores `state` in `slot` (or a new slot for `prefix` and `tail` at the end of `encoded`'s
-   * chain, creating the chain as needed). Returns the chain's first slot.
+   * chain, creating the chain as needed; `last`, when given, is that end). Returns the chain's
+   * first slot.
    */
   function write(
     encoded: string,
@@ -158,6 +192,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     tail: string,
     state: unknown,
     expiresAt: number,
+    last: Slot | undefined = lastOf(first),
   ): Slot {
     if (slot !== undefined) {
       slot.state = state;
@@ -165,12 +200,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     } else {
       const created: Slot = { prefix, tail, state, expiresAt, next: undefined, chainExpiresAt: expiresAt };
       stateCount++;
-      if (first === undefined) {
+      if (first === undefined || last === undefined) {
         chains.set(encoded, created);
         return created;
       }
-      let last = first;
-      while (last.next !== undefined) last = last.next;
       last.next = created;
     }
     const chainStart = first ?? (slot as Slot);
@@ -178,21 +211,26 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     return chainStart;
   }
 
-  function removeSlot(encoded: string, first: Slot, slot: Slot): void {
-    stateCount--;
-    if (slot === first) {
-      const rest = first.next;
-      if (rest === undefined) {
-        chains.delete(encoded);
-      } else {
-        rest.chainExpiresAt = first.chainExpiresAt;
-        chains.set(encoded, rest);
+  /** Removes `doomed` slots from the chain starting at `first`, in one pass. */
+  function removeSlots(encoded: string, first: Slot, doomed: ReadonlySet<Slot>): void {
+    let head: Slot | undefined;
+    let last: Slot | undefined;
+    for (let slot: Slot | undefined = first; slot !== undefined; slot = slot.next) {
+      if (doomed.has(slot)) {
+        stateCount--;
+        continue;
       }
-      return;
+      if (last === undefined) head = slot;
+      else last.next = slot;
+      last = slot;
     }
-    let before = first;
-    while (before.next !== slot) before = before.next as Slot;
-    before.next = slot.next;
+    if (last !== undefined) last.next = undefined;
+    if (head === undefined) {
+      chains.delete(encoded);
+    } else if (head !== first) {
+      head.chainExpiresAt = first.chainExpiresAt;
+      chains.set(encoded, head);
+    }
   }
 
   /**
@@ -238,12 +276,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     cost: number,
     now: number,
     resetAfterMs: number,
+    last?: Slot,
   ): Slot {
     // An expired state, for the algorithm to overwrite rather than allocate one (see Algorithm.commit).
     const spare = state === undefined ? slot?.state : undefined;
     const next = rule.algorithm.commit(state, now, cost, rule, spare);
     // The committed state lasts until the quota would be fully restored (resetAfterMs).
-    return write(encoded, first, slot, prefix, rule.keyTail, next, now + resetAfterMs);
+    return write(encoded, first, slot, prefix, rule.keyTail, next, now + resetAfterMs, last ?? lastOf(first));
   }
 
   /**
@@ -279,15 +318,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       return [allowed ? 1 : 0, remaining, resetMs, retryAfterMs, resetAfterMs, token];
     }
     const raw: number[] = new Array(count * RAW_FIELDS);
+    const slots = slotsOf(first, prefix, rules);
     let allAllowed = true;
     for (let i = 0; i < count; i++) {
       const rule = rules[i] as ResolvedRule;
-      const evaluation = rule.algorithm.evaluate(
-        liveState(slotOf(first, prefix, rule.keyTail), now),
-        now,
-        cost,
-        rule,
-      );
+      const evaluation = rule.algorithm.evaluate(liveState(slots[i], now), now, cost, rule);
       allAllowed &&= evaluation.allowed;
       const at = i * RAW_FIELDS;
       raw[at] = evaluation.allowed ? 1 : 0;
@@ -299,11 +334,25 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     }
     if (allAllowed && consume) {
       let chain = first;
+      let last = lastOf(first);
       for (let i = 0; i < count; i++) {
         const rule = rules[i] as ResolvedRule;
-        const slot = slotOf(chain, prefix, rule.keyTail);
+        const slot = slots[i];
         const resetAfterMs = raw[i * RAW_FIELDS + 4] as number;
-        chain = commitRule(encoded, prefix, chain, slot, liveState(slot, now), rule, cost, now, resetAfterMs);
+        chain = commitRule(
+          encoded,
+          prefix,
+          chain,
+          slot,
+          liveState(slot, now),
+          rule,
+          cost,
+          now,
+          resetAfterMs,
+          last,
+        );
+        // A new slot went to the end of the chain.
+        if (slot === undefined) last = last === undefined ? chain : (last.next as Slot);
       }
       reclaim(now);
     }
@@ -353,28 +402,32 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     async settle(head, rules, reserved, actual, tokens) {
       const now = clock();
       const { prefix, encoded } = splitHead(head);
+      let first = chains.get(encoded);
+      let last = lastOf(first);
+      const slots = slotsOf(first, prefix, rules);
+      const doomed = new Set<Slot>();
       for (let i = 0; i < rules.length; i++) {
         const rule = rules[i] as ResolvedRule;
-        const first = chains.get(encoded);
-        const slot = slotOf(first, prefix, rule.keyTail);
-        const state = liveState(slot, now);
+        const slot = slots[i];
         const settlement = { token: tokens[i] as number, reserved, actual };
-        const result = rule.algorithm.settle(state, now, settlement, rule);
+        const result = rule.algorithm.settle(liveState(slot, now), now, settlement, rule);
         if (result === 'delete') {
-          if (slot !== undefined) removeSlot(encoded, first as Slot, slot);
+          if (slot !== undefined) doomed.add(slot);
         } else if (result !== undefined) {
-          write(encoded, first, slot, prefix, rule.keyTail, result.state, now + result.ttlMs);
+          first = write(encoded, first, slot, prefix, rule.keyTail, result.state, now + result.ttlMs, last);
+          if (slot === undefined) last = last === undefined ? first : (last.next as Slot);
         }
       }
+      if (first !== undefined && doomed.size > 0) removeSlots(encoded, first, doomed);
       reclaim(now);
     },
     async reset(head, rules) {
       const { prefix, encoded } = splitHead(head);
-      for (const rule of rules) {
-        const first = chains.get(encoded);
-        const slot = slotOf(first, prefix, rule.keyTail);
-        if (slot !== undefined) removeSlot(encoded, first as Slot, slot);
-      }
+      const first = chains.get(encoded);
+      if (first === undefined) return;
+      const doomed = new Set<Slot>();
+      for (const slot of slotsOf(first, prefix, rules)) if (slot !== undefined) doomed.add(slot);
+      removeSlots(encoded, first, doomed);
     },
     async setOverride(prefix, key, value, ttlMs) {
       const expiresAt = ttlMs === undefined ? undefined : clock() + ttlMs;

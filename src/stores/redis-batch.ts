@@ -2,10 +2,13 @@
  * Batching for the Redis store: checks issued in the same turn of the event loop travel in one
  * script call (one command to write, parse and run, one TIME on the server), whatever the
  * client's own pipelining settings; 32 queued checks go at once, without waiting for the turn
- * to end. On a cluster a batch only holds keys of one hash slot, so it still runs on one node.
+ * to end, and so does a queue of MAX_BATCH_KEYS keys. On a cluster a batch only holds keys of one
+ * hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
 import type { Script } from '../algorithms/script.js';
+import { RAW_FIELDS } from '../decision.js';
+import { isOutOfMemoryError } from './redis-client.js';
 
 /**
  * From this many queued checks on, a queue left at the end of a turn goes in two calls when no
@@ -23,6 +26,19 @@ const SPLIT_FROM = 8;
  * idling until all of them are done. It is also the most checks one call carries.
  */
 const SEND_EARLY_AT = 32;
+/**
+ * Most keys one call carries, whatever its number of checks: a queue that reaches it is sent at
+ * once, and a check that would take a queue past it starts the next call. The node's arguments
+ * (one per key) and the script's work per call stay bounded, so no check's answer depends on what
+ * shares its call. One check of the most rules a limiter accepts (rules.ts, MAX_RULES) fits.
+ */
+export const MAX_BATCH_KEYS = 4096;
+
+/** The checks queued for one call, and their keys' count. */
+interface Queue {
+  readonly checks: Pending[];
+  keys: number;
+}
 
 interface Pending {
   readonly script: Script;
@@ -40,10 +56,10 @@ interface Pending {
 
 /**
  * Splits a batch's flat reply (see the 'b' mode in script.ts) into one reply per check: its
- * numbers, or `['override', current]`. Returns an error, having resolved nothing, when the reply
- * does not have exactly the batch's shape.
+ * numbers, or `['override', current]`. Returns an error when the reply does not have exactly the
+ * batch's shape.
  */
-function deliver(batch: readonly Pending[], reply: unknown): Error | undefined {
+function split(batch: readonly Pending[], reply: unknown): unknown[] | Error {
   const replies: unknown[] = new Array(batch.length);
   let at = 0;
   if (Array.isArray(reply)) {
@@ -63,8 +79,37 @@ function deliver(batch: readonly Pending[], reply: unknown): Error | undefined {
   if (!Array.isArray(reply) || at !== reply.length || replies[batch.length - 1] === undefined) {
     return new Error(`floodgate: unexpected reply from the Redis script for ${batch.length} checks`);
   }
-  for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(replies[i]);
-  return undefined;
+  return replies;
+}
+
+/** Resolves every check of a batch with its part of the reply, or rejects them all. */
+function deliver(batch: readonly Pending[], reply: unknown): void {
+  const replies = split(batch, reply);
+  if (replies instanceof Error) for (const pending of batch) pending.reject(replies);
+  else for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(replies[i]);
+}
+
+/**
+ * Answers a batch that Redis refused for want of memory from the same batch sent as peeks, which
+ * write nothing: a peek, and a check the peek finds denied (a denial writes nothing either), get
+ * the peek's answer; a check that would be allowed cannot be counted, and fails with `error`
+ * (so `onStoreError` decides it). A key over its limit thus stays denied while Redis is full.
+ */
+function answerFromPeeks(batch: readonly Pending[], reply: unknown, error: unknown): void {
+  const replies = split(batch, reply);
+  for (let i = 0; i < batch.length; i++) {
+    const pending = batch[i] as Pending;
+    const answer = replies instanceof Error ? undefined : replies[i];
+    if (answer !== undefined && (pending.mode === 'p' || deniedOrOverride(answer))) pending.resolve(answer);
+    else pending.reject(error);
+  }
+}
+
+/** Whether one check's reply is a denial by some rule (see RAW_FIELDS), or an override to learn. */
+function deniedOrOverride(answer: unknown): boolean {
+  if (!Array.isArray(answer) || answer[0] === 'override') return true;
+  for (let at = 0; at + RAW_FIELDS <= answer.length; at += RAW_FIELDS) if (answer[at] === 0) return true;
+  return false;
 }
 
 export interface Batcher {
@@ -72,18 +117,23 @@ export interface Batcher {
   enqueue(check: Omit<Pending, 'resolve' | 'reject'> & { readonly head: string }): Promise<unknown>;
 }
 
+type Run = (script: Script, keys: string[], args: string[]) => Promise<unknown>;
+
 /**
  * @param run sends one call of a script (KEYS, ARGV) and resolves with its reply.
  * @param shardOf the cluster slot of a key head, when the store is partitioned.
+ * @param runReadOnly sends one call that Redis runs even when it refuses writes (out of memory);
+ *   without it, a refused batch fails every check in it.
  */
 export function createBatcher(
-  run: (script: Script, keys: string[], args: string[]) => Promise<unknown>,
+  run: Run,
   shardOf: ((head: string) => number) | undefined,
+  runReadOnly?: Run,
 ): Batcher {
   // By script, then by shard (and clock): a batch runs one script, on one node, at one time (the
   // server's TIME, or one reading of an injected clock). Looked up by object and by number
   // where it can be: a string id built per check cost a fresh hash per lookup.
-  const queues = new Map<Script, Map<number | string, Pending[]>>();
+  const queues = new Map<Script, Map<number | string, Queue>>();
   let scheduled = false;
   // Calls sent and not yet answered, by the same id as the queues (slot, and clock); an id is
   // deleted when its last call is answered, so the map holds only ids with calls in flight.
@@ -95,7 +145,7 @@ export function createBatcher(
     // took 40% of the client's time (measured; V8 keeps a cleared table for its iterators).
     for (const [script, byShard] of queues) {
       queues.delete(script);
-      for (const [id, queue] of byShard) sendAll(queue, id);
+      for (const [id, queue] of byShard) sendAll(queue.checks, id);
     }
   }
 
@@ -122,6 +172,32 @@ export function createBatcher(
   function send(batch: Pending[], id: number | string): void {
     inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
     const first = batch[0] as Pending;
+    const { keys, args } = callOf(batch, false);
+    run(first.script, keys, args).then(
+      (reply) => {
+        landed(id);
+        deliver(batch, reply);
+      },
+      (error: unknown) => {
+        landed(id);
+        if (runReadOnly === undefined || !isOutOfMemoryError(error)) {
+          for (const pending of batch) pending.reject(error);
+          return;
+        }
+        // Refused before it ran (a function) or at its first write (a script): nothing was written.
+        const peeks = callOf(batch, true);
+        runReadOnly(first.script, peeks.keys, peeks.args).then(
+          (reply) => answerFromPeeks(batch, reply, error),
+          () => {
+            for (const pending of batch) pending.reject(error);
+          },
+        );
+      },
+    );
+  }
+
+  /** A batch's KEYS and ARGV (see the 'b' mode in script.ts); with `peeks`, every check as a peek. */
+  function callOf(batch: readonly Pending[], peeks: boolean): { keys: string[]; args: string[] } {
     const keys: string[] = [];
     // Each distinct rule set once, then one argument per check.
     const setNumbers = new Map<string, number>();
@@ -135,22 +211,12 @@ export function createBatcher(
         number = sets.length;
         setNumbers.set(pending.ruleSet, number);
       }
-      checks.push(`${pending.mode}:${pending.cost}:${number}:${pending.seen}`);
+      checks.push(`${peeks ? 'p' : pending.mode}:${pending.cost}:${number}:${pending.seen}`);
     }
-    const args = ['b', String(batch.length), first.now, String(sets.length)];
+    const args = ['b', String(batch.length), (batch[0] as Pending).now, String(sets.length)];
     for (const set of sets) args.push(set);
     for (const check of checks) args.push(check);
-    run(first.script, keys, args).then(
-      (reply) => {
-        landed(id);
-        const error = deliver(batch, reply);
-        if (error !== undefined) for (const pending of batch) pending.reject(error);
-      },
-      (error: unknown) => {
-        landed(id);
-        for (const pending of batch) pending.reject(error);
-      },
-    );
+    return { keys, args };
   }
 
   return {
@@ -165,12 +231,18 @@ export function createBatcher(
           queues.set(check.script, byShard);
         }
         let queue = byShard.get(id);
+        if (queue !== undefined && queue.keys + check.keys.length > MAX_BATCH_KEYS) {
+          byShard.delete(id);
+          send(queue.checks, id);
+          queue = undefined;
+        }
         if (queue === undefined) {
-          queue = [];
+          queue = { checks: [], keys: 0 };
           byShard.set(id, queue);
         }
+        queue.keys += check.keys.length;
         // Field by field: spreads are slow on this path.
-        queue.push({
+        queue.checks.push({
           script: check.script,
           now: check.now,
           keys: check.keys,
@@ -181,9 +253,9 @@ export function createBatcher(
           resolve,
           reject,
         });
-        if (queue.length >= SEND_EARLY_AT) {
+        if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
           byShard.delete(id);
-          send(queue, id);
+          send(queue.checks, id);
         } else if (!scheduled) {
           scheduled = true;
           // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests

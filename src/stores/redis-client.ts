@@ -22,6 +22,11 @@ export interface ScriptRunner {
   fcall?(name: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   /** Loads a function library (`FUNCTION LOAD REPLACE`) on every node that serves keys (every master of a cluster). */
   loadLibrary?(code: string): Promise<void>;
+  /**
+   * True once the client was closed for good by its owner (it will never answer again). Asked only
+   * after a call failed, so that failure is reported as a closed store, not a transient error.
+   */
+  closed?(): boolean;
 }
 
 /** ioredis / iovalkey: `evalsha(sha, numKeys, ...keys, ...args)`. */
@@ -115,6 +120,8 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
     const fcall = io.fcallBuffer ?? io.fcall;
     return {
       partitioned,
+      // 'end': quit(), disconnect(), or a retryStrategy that gave up; ioredis never reconnects then.
+      closed: () => (client as { status?: unknown }).status === 'end',
       evalSha: (sha, keys, args) => evalsha.call(io, sha, keys.length, ...keys, ...args),
       eval: (script, keys, args) => evalScript.call(io, script, keys.length, ...keys, ...args),
       ...(typeof fcall === 'function' && loadLibrary !== undefined
@@ -132,6 +139,8 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
     const fCall = node.fCall;
     return {
       partitioned,
+      // False after quit()/close()/destroy() (and before connect()); true while reconnecting.
+      closed: () => (client as { isOpen?: unknown }).isOpen === false,
       evalSha: (sha, keys, args) => node.evalSha(sha, { keys: [...keys], arguments: [...args] }),
       eval: (script, keys, args) => node.eval(script, { keys: [...keys], arguments: [...args] }),
       ...(typeof fCall === 'function' && loadLibrary !== undefined
@@ -160,6 +169,15 @@ export function isNoScriptError(error: unknown): boolean {
  */
 export function isTryAgainError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('TRYAGAIN');
+}
+
+/**
+ * Whether an error is Redis refusing a write for want of memory (`maxmemory` reached under
+ * `noeviction`): before running a function that may write, or at a script's first write (which
+ * fails the script before it wrote anything).
+ */
+export function isOutOfMemoryError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('OOM ');
 }
 
 /** Whether an error is Redis saying it has no function of that name (restart, FUNCTION FLUSH, new node): nothing ran. */

@@ -17,8 +17,9 @@ import { RAW_FIELDS } from '../decision.js';
 import { describe } from '../duration.js';
 import { keyHead, overrideKey, overrideRegistryKey } from '../keys.js';
 import type { ResolvedRule } from '../rules.js';
+import { StoreClosedError } from './closed.js';
 import { rejectUnknownOptions } from './options.js';
-import { createBatcher } from './redis-batch.js';
+import { createBatcher, MAX_BATCH_KEYS } from './redis-batch.js';
 import {
   isFunctionMissingError,
   isFunctionsUnavailableError,
@@ -28,8 +29,9 @@ import {
   type ScriptRunner,
   toScriptRunner,
 } from './redis-client.js';
+import { memoryPolicyWarnings, readMemoryPolicies } from './redis-memory-policy.js';
 import { hashSlot } from './slot.js';
-import type { Store, StoredOverride } from './types.js';
+import type { Store, StoredOverride, StoreWarning } from './types.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis`/`Cluster`, an iovalkey client, a node-redis client or cluster, or a `ScriptRunner`. */
@@ -64,6 +66,9 @@ const describedRules = new WeakMap<
   readonly ResolvedRule[],
   { suffixes: string[][]; script: Script; ruleSet: string }
 >();
+
+/** Each script as seen through its library's no-writes function (see runReadOnly). */
+const readOnlyViews = new WeakMap<Script, Script>();
 
 function ruleArgs(rule: ResolvedRule, token: number): string[] {
   return [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity, token].map(String);
@@ -197,6 +202,7 @@ export function redisStore(options: RedisStoreOptions): Store {
       try {
         return await runOnce(script, keys, args);
       } catch (error) {
+        if (runner.closed?.() === true) throw new StoreClosedError('redis', error);
         // TRYAGAIN also means the script never ran, so running it again cannot double count.
         if (!isTryAgainError(error) || attempt >= TRYAGAIN_RETRIES) throw error;
         await sleep(TRYAGAIN_FIRST_DELAY_MS * 2 ** attempt);
@@ -204,9 +210,25 @@ export function redisStore(options: RedisStoreOptions): Store {
     }
   }
 
+  /**
+   * A call Redis runs even while it refuses writes: by the library's no-writes function (a
+   * function that may write is refused before it runs), or by EVALSHA (a script is refused only
+   * at its first write, and peeks write nothing).
+   */
+  function runReadOnly(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    let view = readOnlyViews.get(script);
+    if (view === undefined) {
+      view = { ...script, functionName: script.readOnlyFunctionName };
+      readOnlyViews.set(script, view);
+    }
+    return run(view, keys, args);
+  }
+
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
-  const batcher = createBatcher(run, shardOf);
+  const batcher = createBatcher(run, shardOf, runReadOnly);
+  // Read once, when first asked (a limiter asks as it is created): see redis-memory-policy.ts.
+  let inspected: Promise<readonly StoreWarning[]> | undefined;
 
   return {
     kind: 'redis',
@@ -241,8 +263,17 @@ export function redisStore(options: RedisStoreOptions): Store {
       const described = describeRules(rules);
       await run(described.script, ruleKeys(head, described.suffixes), args);
     },
+    inspect() {
+      inspected ??= readMemoryPolicies(options.client).then(memoryPolicyWarnings);
+      return inspected;
+    },
     async reset(head, rules) {
-      await run(BASE_SCRIPT, ruleKeys(head, describeRules(rules).suffixes), ['r']);
+      // Every plan's rules at once can be many keys: in calls of a bounded size, each led by the
+      // override key the script skips.
+      const [override, ...keys] = ruleKeys(head, describeRules(rules).suffixes);
+      for (let from = 0; from < keys.length; from += MAX_BATCH_KEYS) {
+        await run(BASE_SCRIPT, [override as string, ...keys.slice(from, from + MAX_BATCH_KEYS)], ['r']);
+      }
     },
     async setOverride(prefix, key, value, ttlMs) {
       const expiresAt = await run(

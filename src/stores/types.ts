@@ -28,6 +28,14 @@ export interface StoredOverride {
   readonly expiresInMs: number | undefined;
 }
 
+/** A risk found in a store's own configuration at run time (see the limiter's `warning` event). */
+export interface StoreWarning {
+  /** What was found, e.g. `'maxmemory-policy'`. */
+  readonly code: string;
+  /** What it risks and what to configure instead. */
+  readonly message: string;
+}
+
 export interface Store {
   /** A short name for logs and errors, e.g. `'memory'` or `'redis'`. */
   readonly kind: string;
@@ -75,6 +83,12 @@ export interface Store {
     actual: number,
     tokens: readonly number[],
   ): Promise<void>;
+  /**
+   * Risks in the store's configuration, looked up once (later calls share the answer), e.g. a
+   * Redis `maxmemory-policy` that may evict overrides. Resolves empty when it cannot tell; never
+   * rejects. Optional.
+   */
+  inspect?(): Promise<readonly StoreWarning[]>;
   /** Forgets all state of the rules under `head` (not its override). */
   reset(head: string, rules: readonly ResolvedRule[]): Promise<void>;
   /** Stores `value` as the override of `key` under `prefix`, for `ttlMs` (undefined: until cleared). */

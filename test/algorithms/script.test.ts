@@ -19,7 +19,7 @@ import {
 import { commandCalls, type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
-const PINNED_SHA = 'e4bbd2be6ea399c9a5c2dba9f49272f2d971f5f9';
+const PINNED_SHA = 'cf739a682be9be5f777235fb5851734c126614b8';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;

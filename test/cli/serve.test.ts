@@ -245,6 +245,28 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: 'ok', store: redis.url });
   });
+
+  it('logs at start, and /healthz tells, that an allkeys-* maxmemory-policy may evict overrides', async () => {
+    await rawCommand(redis.port, 'CONFIG SET maxmemory-policy allkeys-lru');
+    try {
+      const gateway = await startGateway([
+        '--upstream',
+        `${upstream.url}/base`,
+        '--redis',
+        redis.url,
+        '--limit',
+        '4/1m',
+      ]);
+      started.push(gateway);
+      const logged = await gateway.cli.waitForLog((line) => line.event === 'store_warning');
+      expect(logged).toMatchObject({ level: 'warn', store: redis.url, code: 'maxmemory-policy' });
+      const health = (await (await fetch(`${gateway.url}/healthz`)).json()) as { warnings: string[] };
+      expect(health.warnings).toEqual([logged.message]);
+      expect(health.warnings[0]).toContain('Redis maxmemory-policy is allkeys-lru');
+    } finally {
+      await rawCommand(redis.port, 'CONFIG SET maxmemory-policy noeviction');
+    }
+  });
 });
 
 describe('floodgate serve: tiers, routes, costs and skip list from a YAML config', () => {

@@ -5,11 +5,14 @@
  * function library and script cache.
  */
 
+import { Cluster as IoRedisCluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALGORITHM_NAMES, ALGORITHMS } from '../../src/algorithms/index.js';
 import { scriptFor } from '../../src/algorithms/script.js';
 import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { encodeKey, keyHead } from '../../src/keys.js';
+import { MAX_RULES } from '../../src/rules.js';
+import { readMemoryPolicies } from '../../src/stores/redis-memory-policy.js';
 import { runSpecification } from '../algorithms/run-spec.js';
 import {
   hashTag,
@@ -21,6 +24,7 @@ import {
   type SlotRange,
   startRedisCluster,
 } from '../support/redis-cluster.js';
+import { expectExactBursts, limiterOn, manyRules } from '../support/rule-bound.js';
 import { FIVE_ALGORITHM_RULES } from '../support/rules.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 import { type ClusterClients, connectClients } from './clients.js';
@@ -125,6 +129,65 @@ describe('all five algorithms in one limiter', () => {
     expect(sum(await sumStat('commandstats', 'cmdstat_evalsha', 'calls'))).toBe(0);
     expect(sum(await sumStat('commandstats', 'cmdstat_eval', 'calls'))).toBe(0);
     expect(sum(await sumStat('errorstats', 'errorstat_CROSSSLOT', 'count'))).toBe(0);
+  });
+});
+
+describe('rule sets at the bound a limiter accepts', () => {
+  it('40 concurrent checks of 1,000 rules each are decided exactly, through ioredis and node-redis', async () => {
+    // The shared ioredis clients fail a command after 1 s (for the failover tests); a call of
+    // 4,000 rules can take longer on a loaded machine, so this one has no command timeout.
+    const ioredis = new IoRedisCluster(cluster.rootNodes, { scaleReads: 'master' });
+    try {
+      for (const [name, client] of [
+        ['ioredis', ioredis],
+        ['node-redis', clients.nodeRedis],
+      ] as const) {
+        const store = redisStore({ client });
+        await expectExactBursts(limiterOn(store, manyRules('fixed-window', 33), `bound-${name}`), 'k');
+      }
+    } finally {
+      ioredis.disconnect();
+    }
+  });
+
+  it('reset() of 3,000 sliding-log rules across plans (6,000 keys) forgets them all, on every client', async () => {
+    const plans = Object.fromEntries(
+      ['a', 'b', 'c'].map((plan) => [plan, manyRules('sliding-log', 5, MAX_RULES, plan)]),
+    );
+    for (const { name, store } of clients.stores) {
+      const limiter = createLimiter({
+        plans,
+        defaultPlan: 'a',
+        store,
+        prefix: `reset-${name}`,
+        timeout: '10s',
+      });
+      for (const plan of ['a', 'b', 'c']) await limiter.check('tenant', { plan });
+      await limiter.reset('tenant');
+      const after = await Promise.all(['a', 'b', 'c'].map((plan) => limiter.peek('tenant', { plan })));
+      // As fresh (a peek's remaining counts the request it peeks for); 3 had reset missed a key.
+      expect(
+        after.map((decision) => decision.remaining),
+        name,
+      ).toEqual([4, 4, 4]);
+    }
+  });
+});
+
+describe('maxmemory-policy', () => {
+  it('is read from every master, and one allkeys-* master is warned about, through every client', async () => {
+    for (const client of [clients.ioredis, clients.nodeRedis, clients.valkey]) {
+      expect(await readMemoryPolicies(client)).toEqual(masters.map(() => 'noeviction'));
+    }
+    await nodeCommand(masters[1] as number, 'CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
+    try {
+      for (const client of [clients.ioredis, clients.nodeRedis, clients.valkey]) {
+        const warnings = await redisStore({ client }).inspect?.();
+        expect(warnings?.map((warning) => warning.code)).toEqual(['maxmemory-policy']);
+      }
+    } finally {
+      await nodeCommand(masters[1] as number, 'CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+    }
   });
 });
 

@@ -28,6 +28,15 @@ function rule(fields: Record<string, unknown> = {}): RuleOptions {
   return base as unknown as RuleOptions;
 }
 
+/** `count` distinct valid rules. */
+const manyRules = (count: number): RuleOptions[] =>
+  Array.from({ length: count }, (_, i) => ({
+    name: `r${i}`,
+    algorithm: 'fixed-window',
+    limit: 10,
+    window: 1000,
+  }));
+
 const limiterWith = (options: Record<string, unknown>) => () =>
   createLimiter({ rules: rule(), ...options } as unknown as LimiterOptions);
 const ruleWith = (fields: Record<string, unknown>) => () => createLimiter({ rules: rule(fields) });
@@ -70,6 +79,19 @@ const CASES: Case[] = [
     ruleWith({ algorithm: 'token-bucket', limit: 1e9, window: '1d' }),
     RangeError,
     ['rules', '1000000000 × 86400000 ms', 'at most 2^51'],
+  ],
+  // rule count: one check must fit in one atomic store call
+  [
+    '1,001 rules',
+    () => createLimiter({ rules: manyRules(1001) }),
+    RangeError,
+    ['rules: 1001 rules given', 'at most 1000 rules'],
+  ],
+  [
+    '1,001 rules in a plan',
+    () => createLimiter({ plans: { free: rule(), pro: manyRules(1001) }, defaultPlan: 'free' }),
+    RangeError,
+    ['plans.pro: 1001 rules given', 'at most 1000 rules'],
   ],
   // window: whole milliseconds >= 1, or a duration string
   ['window 0', ruleWith({ window: 0 }), RangeError, ['rules.window', ': 0 ', `>= 1 and at most ${MAX}`]],
@@ -320,6 +342,13 @@ describe('invalid per-request input fails at check, peek and reset', () => {
         `cost: ${value} must be an integer from 1 to ${MAX}`,
       );
     }
+  });
+
+  it('takes a rule set at the bound of 1,000 rules, and refuses an override past it when set', async () => {
+    expect(createLimiter({ rules: manyRules(1000) }).rules).toHaveLength(1000);
+    await expect(limiter.setOverride('big', manyRules(1001))).rejects.toThrow(
+      'override: 1001 rules given; at most 1000 rules can be evaluated in one atomic store call',
+    );
   });
 
   it('regression: check silently ignored a misspelt cost option and charged 1', async () => {

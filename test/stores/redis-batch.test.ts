@@ -98,7 +98,13 @@ it('a key checked many times in one call is written twice, first and last, and h
 });
 
 describe('the batch reply', () => {
-  const script = { text: 'unused', sha: 'unused', library: 'unused', functionName: 'unused' };
+  const script = {
+    text: 'unused',
+    sha: 'unused',
+    library: 'unused',
+    functionName: 'unused',
+    readOnlyFunctionName: 'unused',
+  };
   const check = (head: string) => ({
     head,
     script,
@@ -141,7 +147,13 @@ describe('the batch reply', () => {
 });
 
 describe('when checks are sent', () => {
-  const script = { text: 'unused', sha: 'unused', library: 'unused', functionName: 'unused' };
+  const script = {
+    text: 'unused',
+    sha: 'unused',
+    library: 'unused',
+    functionName: 'unused',
+    readOnlyFunctionName: 'unused',
+  };
   const check = (i: number) => ({
     head: `fg:{k${i}}`,
     script,

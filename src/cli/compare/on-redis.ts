@@ -32,8 +32,8 @@ export interface RedisMeasurement {
 const CLIENT_SAMPLE = 20;
 
 const SCRIPT_CALLS = new Set(['fcall', 'evalsha', 'eval']);
-/** Commands of the measurement itself, not of the decisions. */
-const SETUP_COMMANDS = new Set(['info', 'script|load', 'function|load']);
+/** Commands of the measurement itself, or of the store's one-time set-up, not of the decisions. */
+const SETUP_COMMANDS = new Set(['info', 'script|load', 'function|load', 'config|get']);
 
 export async function measureOnRedis(
   client: Redis,

@@ -107,10 +107,21 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     reply.code(status).type('application/problem+json').send({ type: 'about:blank', status, title });
   });
 
+  // Risks in the store's configuration (an allkeys-* maxmemory-policy): logged once, told by /healthz.
+  let storeWarnings: string[] = [];
+  parts.store.store.inspect?.().then((warnings) => {
+    storeWarnings = warnings.map((warning) => warning.message);
+    for (const warning of warnings) logger.warn('store_warning', { store: parts.store.label, ...warning });
+  });
+
   app.get('/healthz', async (_request, reply) => {
     try {
       await parts.store.ping(1000);
-      return { status: 'ok', store: parts.store.label };
+      return {
+        status: 'ok',
+        store: parts.store.label,
+        ...(storeWarnings.length > 0 ? { warnings: storeWarnings } : {}),
+      };
     } catch (error) {
       return reply
         .code(503)
