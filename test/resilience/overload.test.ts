@@ -25,6 +25,12 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 const TIMEOUT = 100;
 /** How much later than `timeout` an outage may be noticed: two turns of a loop that is spinning here. */
 const MARGIN = 400;
+/**
+ * For the tests where Redis is healthy: a deadline far above Redis's latency on a loaded 2-core
+ * machine (replies there have been seen to take 200 ms), so that any degraded decision is the
+ * process's own stall misjudged, which these tests are about.
+ */
+const HEALTHY_TIMEOUT = 300;
 const LOOPS = 16;
 
 let server: RedisServer;
@@ -101,7 +107,7 @@ async function witness<T>(limiter: Limiter, during: Promise<T>): Promise<{ resul
 
 describe('tight loops of checks answered without I/O', () => {
   it(`regression: ${LOOPS} loops on one key for 2 s admit exactly the limit, and Redis replies keep being read`, async () => {
-    const limiter = limiterOn('loops', 100);
+    const limiter = limiterOn('loops', 100, { timeout: HEALTHY_TIMEOUT });
     // Warm: the first call of a process may load the function library, a few round trips.
     await limiter.peek('witness');
     const { result, seen } = await witness(limiter, tightLoops(limiter, 'victim', 2000));
@@ -116,7 +122,7 @@ describe('tight loops of checks answered without I/O', () => {
 
 describe('a handler that blocks the event loop under load', () => {
   it('regression: blocking for 2× timeout while autocannon loads Express makes no decision degraded', async () => {
-    const limiter = limiterOn('blocking', 100_000_000);
+    const limiter = limiterOn('blocking', 100_000_000, { timeout: HEALTHY_TIMEOUT });
     const errors: unknown[] = [];
     limiter.on('storeError', (cause) => errors.push(cause));
     const decisions = tally();
@@ -124,16 +130,19 @@ describe('a handler that blocks the event loop under load', () => {
     let lastBlock = performance.now();
     const app = express();
     app.use(rateLimit({ limiter }));
-    app.get('/', (req, res) => {
+    app.get('/', async (req, res) => {
       if (req.rateLimit !== undefined) count(decisions, req.rateLimit);
-      // At most every 300 ms, one request holds the event loop for 2× the deadline.
-      if (performance.now() - lastBlock > 300) {
+      // 300 ms after the last block, one request checks a second key, then holds the event loop
+      // for 2× the deadline before awaiting it: that check is sent only after the stall.
+      if (performance.now() - lastBlock > HEALTHY_TIMEOUT) {
         blocks++;
-        const until = performance.now() + 2 * TIMEOUT;
+        const second = limiter.check('second');
+        const until = performance.now() + 2 * HEALTHY_TIMEOUT;
         while (performance.now() < until) {
           // busy: nothing else runs in this process meanwhile
         }
         lastBlock = performance.now();
+        count(decisions, await second);
       }
       res.send('ok');
     });
@@ -144,7 +153,7 @@ describe('a handler that blocks the event loop under load', () => {
     } finally {
       await started.close();
     }
-    expect(blocks).toBeGreaterThanOrEqual(3);
+    expect(blocks).toBeGreaterThanOrEqual(2);
     expect(errors).toEqual([]);
     expect(decisions.degraded).toEqual([]);
     expect(decisions.allowed).toBeGreaterThan(0);

@@ -157,10 +157,12 @@ describe.each([
 });
 
 describe(`${PROCESSES} processes in tight loops on one key, clocks skewed by -2 s / +2 s`, () => {
-  it(`regression: 16 loops each for 2 s, deadline 100 ms, admit exactly ${LIMIT} and none degraded`, async () => {
+  // A deadline far above Redis's latency on a loaded machine, far below the loops' 2 s: a process
+  // that starved its own event loop would still see its replies as timed out.
+  it(`regression: 16 loops each for 2 s admit exactly ${LIMIT}, none degraded`, async () => {
     const sliding = CASES.find((testCase) => testCase.algorithm === 'sliding-window') as Case;
     const skews = [-2000, 2000, -2000, 2000];
-    const results = await hammerOneKey(sliding, skews, { concurrency: 16, durationMs: 2000, timeout: 100 });
+    const results = await hammerOneKey(sliding, skews, { concurrency: 16, durationMs: 2000, timeout: 1000 });
     expect(results.flatMap((result) => result.errors)).toEqual([]);
     expect(results.map((result) => result.skewSeen)).toEqual(skews);
     const admitted = results.reduce((total, result) => total + result.admitted, 0);
