@@ -17,6 +17,10 @@ export interface Readiness {
   whenReady(): Promise<void>;
 }
 
+function closedError(): Error {
+  return new Error('floodgate: the Redis client was closed before it connected');
+}
+
 const ALWAYS_READY: Readiness = { ready: true, whenReady: () => Promise.resolve() };
 
 /** The client's readiness, or ALWAYS_READY for a client that does not tell. */
@@ -42,6 +46,8 @@ export function readinessOf(client: unknown): Readiness {
     },
     whenReady() {
       if (ready()) return Promise.resolve();
+      // An ioredis client that gave up reconnecting (or was disconnected) will never be ready.
+      if (candidate.status === 'end') return Promise.reject(closedError());
       waiting ??= new Promise<void>((resolve, reject) => {
         const onReady = (): void => {
           stop();
@@ -51,7 +57,7 @@ export function readinessOf(client: unknown): Readiness {
         const onEnd = (): void => {
           stop();
           waiting = undefined;
-          reject(new Error('floodgate: the Redis client was closed before it connected'));
+          reject(closedError());
         };
         function stop(): void {
           const off = (events.off ?? events.removeListener)?.bind(events);

@@ -250,6 +250,24 @@ describe('start-up', () => {
   });
 });
 
+describe('start-up, client given up', () => {
+  it('ready() rejects, and checks fail at once, when the client is closed before it ever connects', async () => {
+    const port = await freePort();
+    const closed = new Redis(port, '127.0.0.1', { enableOfflineQueue: false, retryStrategy: () => null });
+    closed.on('error', () => {});
+    const store = redisStore({ client: closed });
+    await expect(store.ready()).rejects.toThrow(/closed before it connected/);
+    const limiter = createLimiter({
+      store,
+      timeout: '10s',
+      rules: { algorithm: 'gcra', limit: 5, window: '1h' },
+    });
+    const started = performance.now();
+    expect((await limiter.check('k')).degraded).toBe('error');
+    expect(performance.now() - started).toBeLessThan(MARGIN);
+  });
+});
+
 describe('Redis killed', () => {
   it('a key denied before the kill stays denied during the outage; unknown keys fail open', async () => {
     const limiter = limiterOn('killed', 3, { breaker: { failures: 1, cooldown: '10s' } });
