@@ -64,13 +64,6 @@ export interface RedisStore extends Store {
 }
 
 /**
- * Calls waiting for the client's first connection: past this many, the next ones fail at once, so
- * that a client that never connects cannot pile them up (each is answered by the limiter's
- * deadline anyway).
- */
-const MAX_CALLS_BEFORE_READY = 10_000;
-
-/**
  * TRYAGAIN retries: pauses of 10, 20, 40, 80 and 160 ms, about as long as a slot migration takes
  * to move one key's few entries. A migration that takes longer surfaces as an error.
  */
@@ -140,18 +133,6 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   // Until the client first connects, calls wait for it rather than fail (a client without an
   // offline queue would refuse them at once); from then on a disconnection fails them at once.
   const readiness = readinessOf(options.client);
-  let callsBeforeReady = 0;
-  async function untilReady(): Promise<void> {
-    if (callsBeforeReady >= MAX_CALLS_BEFORE_READY) {
-      throw new Error('floodgate: the Redis client has not connected yet');
-    }
-    callsBeforeReady++;
-    try {
-      await readiness.whenReady();
-    } finally {
-      callsBeforeReady--;
-    }
-  }
 
   // Full sends of a script in flight, by SHA: after a restart or SCRIPT FLUSH, the calls that all
   // met NOSCRIPT at once wait for one send instead of each sending the whole script.
@@ -230,7 +211,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   }
 
   async function run(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    if (!readiness.ready) await untilReady();
+    if (!readiness.ready) await readiness.beforeCall();
     for (let attempt = 0; ; attempt++) {
       try {
         return await runOnce(script, keys, args);
