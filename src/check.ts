@@ -11,6 +11,7 @@ import type { CheckOptions } from './limiter.js';
 import { type KnownOverride, type OverrideCache, resolveOverride } from './overrides.js';
 import type { Plans, RuleSet } from './plans.js';
 import type { DenyCache } from './resilience/deny-cache.js';
+import { answerLocally } from './resilience/local-answers.js';
 import type { Degraded, StoreCaller } from './resilience/store-caller.js';
 import { positiveInteger, type ResolvedRule } from './rules.js';
 import type { Tickets } from './settle.js';
@@ -222,7 +223,7 @@ export function createChecks(context: CheckContext): Checks {
       // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
       if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
         const cached = denyCache.get(cacheKey, cost, clock());
-        if (cached !== undefined) return cached;
+        if (cached !== undefined) return answerLocally(cached);
       }
       const { raw, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
       if ('overrideChanged' in raw) {

@@ -23,7 +23,7 @@ export type { RuleOptions } from './rules.js';
 export { StoreClosedError } from './stores/closed.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export { memoryStore } from './stores/memory.js';
-export type { RedisStoreOptions } from './stores/redis.js';
+export type { RedisStore, RedisStoreOptions } from './stores/redis.js';
 export { redisStore } from './stores/redis.js';
 export type { RedisClientLike, ScriptRunner } from './stores/redis-client.js';
 export type { EvaluateReply, OverrideChanged, Store, StoredOverride, StoreWarning } from './stores/types.js';

@@ -45,9 +45,10 @@ export interface LimiterOptions {
   /** Namespace of every key this limiter writes. Default `'floodgate'`. No braces, spaces or control characters. */
   prefix?: string;
   /**
-   * Longest wait for the store on one check (ms or a duration string), default `'100ms'`. Past it
-   * the check is answered by `onStoreError` and flagged `degraded: 'timeout'`. Not applied to the
-   * memory store, which answers in-process.
+   * Longest wait for the store on one check (ms or a duration string), default `'100ms'`, counted
+   * from when the check is sent: a reply that arrived in time is used even if this process was too
+   * busy to read it before the deadline. Past it the check is answered by `onStoreError` and
+   * flagged `degraded: 'timeout'`. Not applied to the memory store, which answers in-process.
    */
   timeout?: Duration;
   /**

@@ -2,46 +2,75 @@
  * Deadlines: a store call that has not answered in time is abandoned (its late answer or error
  * is swallowed), so a check never waits on a Redis client's offline queue, reconnect loop or a
  * paused server.
+ *
+ * A deadline measures the store, not this process's event loop. Its clock starts at the turn's
+ * check phase (where the Redis store sends the turn's batch), not when the check was issued, so
+ * time the loop spent before sending is not counted. And an expired deadline is judged only after
+ * the loop has polled for I/O once more (setImmediate): a reply that arrived in time but sat in the
+ * socket while the loop was busy (a long synchronous handler, a GC pause) wins over the timer.
  */
 
 /** Returned instead of a value when the deadline passed first. */
 export const TIMED_OUT: unique symbol = Symbol('floodgate.timedOut');
 
 interface Waiting {
-  readonly expiresAt: number;
+  /** Infinity until the check phase that starts its clock. */
+  expiresAt: number;
   resolve: ((value: typeof TIMED_OUT) => void) | undefined;
 }
 
 export interface Deadlines {
   /**
-   * Resolves with `work`'s value, or with TIMED_OUT after this queue's `ms`. A rejection of
-   * `work` after the deadline is observed here, so it never becomes an unhandled rejection.
+   * Resolves with `work`'s value, or with TIMED_OUT once `work` has been unanswered for this
+   * queue's `ms` of the store's time. A rejection of `work` after the deadline is observed here,
+   * so it never becomes an unhandled rejection.
    */
   within<T>(work: Promise<T>): Promise<T | typeof TIMED_OUT>;
 }
 
 /**
- * Deadlines that all last the same `ms`, on one timer instead of one per call: they expire in
- * the order they were set, so a queue and a timer for its oldest entry suffice. On the hot path
- * this spares a setTimeout/clearTimeout pair per check.
+ * Deadlines that all last the same `ms`, on one timer and at most two immediates per turn instead
+ * of a timer per call: they expire in the order they were set, so a queue and a timer for its
+ * oldest entry suffice. On the hot path this spares a setTimeout/clearTimeout pair per check.
  */
 export function createDeadlines(ms: number): Deadlines {
   let queue: Waiting[] = [];
   let first = 0;
+  /** Entries before this index have their clock started. */
+  let started = 0;
+  let starting = false;
+  let judging = false;
   let timer: NodeJS.Timeout | undefined;
 
+  /** Starts the clock of every entry set since the last check phase: they share one expiry. */
+  function start(): void {
+    starting = false;
+    const expiresAt = performance.now() + ms;
+    for (let i = Math.max(first, started); i < queue.length; i++) (queue[i] as Waiting).expiresAt = expiresAt;
+    started = queue.length;
+    arm();
+  }
+
+  /** The timer fired: judge after the I/O poll that follows, with the expiry as of now. */
   function expire(): void {
     timer = undefined;
-    const now = performance.now();
-    while (first < queue.length) {
+    judging = true;
+    setImmediate(judge, performance.now());
+  }
+
+  function judge(cutoff: number): void {
+    judging = false;
+    while (first < started) {
       const waiting = queue[first] as Waiting;
-      if (waiting.resolve !== undefined && waiting.expiresAt > now) break;
+      if (waiting.resolve !== undefined && waiting.expiresAt > cutoff) break;
       waiting.resolve?.(TIMED_OUT);
+      waiting.resolve = undefined;
       first++;
     }
     // Drop the expired and answered entries at the front now and then, not on every call.
     if (first > 1024 && first * 2 > queue.length) {
       queue = queue.slice(first);
+      started -= first;
       first = 0;
     }
     arm();
@@ -49,8 +78,8 @@ export function createDeadlines(ms: number): Deadlines {
 
   function arm(): void {
     // Skip entries already answered, so the timer waits for a call that is still pending.
-    while (first < queue.length && (queue[first] as Waiting).resolve === undefined) first++;
-    if (timer !== undefined || first >= queue.length) return;
+    while (first < started && (queue[first] as Waiting).resolve === undefined) first++;
+    if (timer !== undefined || judging || first >= started) return;
     const delay = Math.max(0, (queue[first] as Waiting).expiresAt - performance.now());
     timer = setTimeout(expire, delay);
     // A pending deadline must not keep the process alive on its own.
@@ -60,9 +89,12 @@ export function createDeadlines(ms: number): Deadlines {
   return {
     within<T>(work: Promise<T>): Promise<T | typeof TIMED_OUT> {
       return new Promise((resolve, reject) => {
-        const waiting: Waiting = { expiresAt: performance.now() + ms, resolve };
+        const waiting: Waiting = { expiresAt: Number.POSITIVE_INFINITY, resolve };
         queue.push(waiting);
-        arm();
+        if (!starting) {
+          starting = true;
+          setImmediate(start);
+        }
         work.then(
           (value) => {
             if (waiting.resolve === undefined) return;

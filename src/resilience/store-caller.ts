@@ -9,6 +9,7 @@ import { StoreClosedError } from '../stores/closed.js';
 import type { EvaluateReply, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
 import { createDeadlines, TIMED_OUT } from './deadline.js';
+import { answerLocally } from './local-answers.js';
 
 /** Why a decision was not made by the configured store: `false` when it was. */
 export type Degraded = false | 'timeout' | 'unavailable' | 'error';
@@ -138,7 +139,7 @@ export function createStoreCaller(
    */
   function attempt<T>(head: string, work: () => T | Promise<T>): Promise<Attempt<T>> {
     const breaker = breakerFor(head);
-    if (breaker !== undefined && !breaker.allow(clock())) return Promise.resolve(UNAVAILABLE);
+    if (breaker !== undefined && !breaker.allow(clock())) return Promise.resolve(answerLocally(UNAVAILABLE));
     let pending: Promise<T>;
     try {
       const value = work();

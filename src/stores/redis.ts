@@ -30,6 +30,7 @@ import {
   toScriptRunner,
 } from './redis-client.js';
 import { memoryPolicyWarnings, readMemoryPolicies } from './redis-memory-policy.js';
+import { readinessOf } from './redis-ready.js';
 import { hashSlot } from './slot.js';
 import type { Store, StoredOverride, StoreWarning } from './types.js';
 
@@ -50,6 +51,19 @@ export interface RedisStoreOptions {
 }
 
 const REDIS_STORE_OPTIONS = ['client', 'clock', 'functions'];
+
+/** A Redis store, which can tell when it is able to answer. */
+export interface RedisStore extends Store {
+  /**
+   * Resolves once the store can answer: its client is connected (an ioredis `lazyConnect` client
+   * is told to connect). Rejects if the client is closed first. Checks issued before then wait
+   * for the connection, within the limiter's `timeout`.
+   * @example
+   * const store = redisStore({ client });
+   * await store.ready();
+   */
+  ready(): Promise<void>;
+}
 
 /**
  * TRYAGAIN retries: pauses of 10, 20, 40, 80 and 160 ms, about as long as a slot migration takes
@@ -104,7 +118,7 @@ function ruleKeys(head: string, suffixes: string[][]): string[] {
  * import Redis from 'ioredis';
  * const store = redisStore({ client: new Redis(process.env.REDIS_URL) });
  */
-export function redisStore(options: RedisStoreOptions): Store {
+export function redisStore(options: RedisStoreOptions): RedisStore {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`redisStore: expected options { client }, got ${describe(options)}`);
   }
@@ -120,6 +134,10 @@ export function redisStore(options: RedisStoreOptions): Store {
   // Turned off for good the first time the server or the user's ACL refuses functions.
   let functions =
     options.functions !== false && runner.fcall !== undefined && runner.loadLibrary !== undefined;
+
+  // Until the client first connects, calls wait for it rather than fail (a client without an
+  // offline queue would refuse them at once); from then on a disconnection fails them at once.
+  const readiness = readinessOf(options.client);
 
   // Full sends of a script in flight, by SHA: after a restart or SCRIPT FLUSH, the calls that all
   // met NOSCRIPT at once wait for one send instead of each sending the whole script.
@@ -198,6 +216,7 @@ export function redisStore(options: RedisStoreOptions): Store {
   }
 
   async function run(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    if (!readiness.ready) await readiness.beforeCall();
     for (let attempt = 0; ; attempt++) {
       try {
         return await runOnce(script, keys, args);
@@ -232,6 +251,7 @@ export function redisStore(options: RedisStoreOptions): Store {
 
   return {
     kind: 'redis',
+    ready: () => readiness.whenReady(),
     ...(clock === undefined ? {} : { clock }),
     ...(shardOf === undefined ? {} : { shardOf }),
     async evaluate(head, rules, cost, consume, overrideSeen) {

@@ -1,9 +1,46 @@
 /** The resilience parts that need no server: circuit breaker, deny cache and deadline. */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createConnection, type Socket } from 'node:net';
+import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import type { Decision } from '../../src/index.js';
 import { createCircuitBreaker } from '../../src/resilience/breaker.js';
 import { createDeadlines, TIMED_OUT } from '../../src/resilience/deadline.js';
 import { createDenyCache } from '../../src/resilience/deny-cache.js';
+import { answerLocally } from '../../src/resilience/local-answers.js';
+
+/** Holds the event loop for `ms`: nothing else in this process runs meanwhile. */
+function block(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // busy
+  }
+}
+
+/** The source of an echo server in a process of its own, so it answers while this one is blocked. */
+const ECHO_SERVER = `
+  const server = require('node:net').createServer((peer) => { peer.on('error', () => {}); peer.pipe(peer); });
+  server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+  process.stdin.on('end', () => process.exit(0)).resume();
+`;
+
+/** A loopback echo server in another process and a client socket to it: a reply that is real I/O. */
+async function echo(): Promise<{ socket: Socket; close(): Promise<void> }> {
+  const child = spawn(process.execPath, ['-e', ECHO_SERVER], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const [port] = await once(createInterface({ input: child.stdout }), 'line');
+  const socket = createConnection(Number(port), '127.0.0.1');
+  await once(socket, 'connect');
+  return {
+    socket,
+    close: async () => {
+      socket.destroy();
+      const exited = once(child, 'exit');
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
 
 const denial = (retryAfterMs: number): Decision => {
   const rule = {
@@ -108,5 +145,49 @@ describe('deadline', () => {
     // The second was set ~20 ms later, so it cannot expire before ~60 ms.
     expect(firstAt).toBeGreaterThanOrEqual(39);
     expect(secondAt).toBeGreaterThanOrEqual(59);
+  });
+
+  it('regression: a reply that arrived while the event loop was blocked wins over the late timer', async () => {
+    const { socket, close } = await echo();
+    try {
+      const deadlines = createDeadlines(20);
+      const reply = once(socket, 'data').then(([data]) => String(data));
+      const outcome = deadlines.within(reply);
+      // Let the deadline's clock start, then send and hold the loop past the deadline: the echo
+      // is in the socket long before the timer can fire.
+      await new Promise((resolve) => setImmediate(resolve));
+      socket.write('pong');
+      block(100);
+      expect(await outcome).toBe('pong');
+    } finally {
+      await close();
+    }
+  });
+
+  it('the clock starts when the loop reaches its check phase, not while the turn is still busy', async () => {
+    const { socket, close } = await echo();
+    try {
+      const deadlines = createDeadlines(20);
+      const outcome = deadlines.within(once(socket, 'data').then(([data]) => String(data)));
+      block(100);
+      socket.write('late but sent');
+      expect(await outcome).toBe('late but sent');
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('local answers', () => {
+  it('a loop awaiting only local answers still lets timers and I/O run', async () => {
+    let fired = false;
+    setTimeout(() => {
+      fired = true;
+    }, 1);
+    const started = performance.now();
+    while (!fired && performance.now() - started < 5000) {
+      await answerLocally(1);
+    }
+    expect(fired).toBe(true);
   });
 });

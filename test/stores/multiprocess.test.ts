@@ -111,7 +111,11 @@ function startWorker(port: number): Promise<Worker> {
 }
 
 /** All workers hammer one fresh key at once; repeated while a run is too long to be exact. */
-async function hammerOneKey(testCase: Case, skews: number[]): Promise<HammerResult[]> {
+async function hammerOneKey(
+  testCase: Case,
+  skews: number[],
+  job: Partial<HammerJob> = {},
+): Promise<HammerResult[]> {
   for (let attempt = 0; ; attempt++) {
     const key = `${testCase.algorithm}-${jobs}`;
     const before = await redisTimeMs(client);
@@ -126,6 +130,7 @@ async function hammerOneKey(testCase: Case, skews: number[]): Promise<HammerResu
           checks: CHECKS,
           concurrency: 4,
           skewMs: skews[i] as number,
+          ...job,
         }),
       ),
     );
@@ -148,5 +153,20 @@ describe.each([
     const admitted = results.reduce((total, result) => total + result.admitted, 0);
     const denied = results.reduce((total, result) => total + result.denied, 0);
     expect({ admitted, denied }).toEqual({ admitted: LIMIT, denied: PROCESSES * CHECKS - LIMIT });
+  });
+});
+
+describe(`${PROCESSES} processes in tight loops on one key, clocks skewed by -2 s / +2 s`, () => {
+  // A deadline far above Redis's latency on a loaded machine, far below the loops' 2 s: a process
+  // that starved its own event loop would still see its replies as timed out.
+  it(`regression: 16 loops each for 2 s admit exactly ${LIMIT}, none degraded`, async () => {
+    const sliding = CASES.find((testCase) => testCase.algorithm === 'sliding-window') as Case;
+    const skews = [-2000, 2000, -2000, 2000];
+    const results = await hammerOneKey(sliding, skews, { concurrency: 16, durationMs: 2000, timeout: 1000 });
+    expect(results.flatMap((result) => result.errors)).toEqual([]);
+    expect(results.map((result) => result.skewSeen)).toEqual(skews);
+    const admitted = results.reduce((total, result) => total + result.admitted, 0);
+    const degraded = results.reduce((total, result) => total + result.degraded, 0);
+    expect({ admitted, degraded }).toEqual({ admitted: LIMIT, degraded: 0 });
   });
 });

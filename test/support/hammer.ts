@@ -1,8 +1,9 @@
 /**
  * A worker process for the multi-process test: `node --import tsx test/support/hammer.ts <port>`.
  * It connects to the Redis on <port>, prints `ready`, then for each JSON job read from stdin
- * runs `checks` checks of one key (`concurrency` in flight at once) with this process's
- * Date.now skewed by `skewMs`, and prints one JSON line of counts. It exits when stdin ends.
+ * runs `checks` checks of one key (`concurrency` in flight at once), or as many as fit in
+ * `durationMs`, with this process's Date.now skewed by `skewMs`, and prints one JSON line of
+ * counts. It exits when stdin ends.
  */
 
 import { createInterface } from 'node:readline';
@@ -17,14 +18,20 @@ export interface HammerJob {
   window: number;
   key: string;
   checks: number;
+  /** Instead of `checks`: check in tight loops (`await limiter.check(key)`) for this long. */
+  durationMs?: number;
   concurrency: number;
   skewMs: number;
+  /** The limiter's store deadline, default SLOW_MACHINE_TIMEOUT. */
+  timeout?: number;
 }
 
 export interface HammerResult {
   id: number;
   admitted: number;
   denied: number;
+  /** Decisions not made by Redis (degraded). */
+  degraded: number;
   errors: string[];
   /** What this process's Date.now said minus the real time, as seen during the job. */
   skewSeen: number;
@@ -40,20 +47,23 @@ const store = redisStore({ client });
 async function hammer(job: HammerJob): Promise<HammerResult> {
   skewMs = job.skewMs;
   const limiter = createLimiter({
-    timeout: SLOW_MACHINE_TIMEOUT,
+    timeout: job.timeout ?? SLOW_MACHINE_TIMEOUT,
     store,
     prefix: 'hammer',
     rules: { name: 'r', algorithm: job.algorithm, limit: job.limit, window: job.window },
   });
-  const result: HammerResult = { id: job.id, admitted: 0, denied: 0, errors: [], skewSeen: 0 };
+  const result: HammerResult = { id: job.id, admitted: 0, denied: 0, degraded: 0, errors: [], skewSeen: 0 };
   let next = 0;
+  const stopAt = job.durationMs === undefined ? undefined : performance.now() + job.durationMs;
+  const more = () => (stopAt === undefined ? next < job.checks : performance.now() < stopAt);
   async function lane(): Promise<void> {
-    while (next < job.checks) {
+    while (more()) {
       next++;
       try {
         const decision = await limiter.check(job.key);
         if (decision.allowed) result.admitted++;
         else result.denied++;
+        if (decision.degraded !== false) result.degraded++;
       } catch (error) {
         result.errors.push(String(error));
       }
