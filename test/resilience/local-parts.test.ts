@@ -150,14 +150,15 @@ describe('deadline', () => {
   it('regression: a reply that arrived while the event loop was blocked wins over the late timer', async () => {
     const { socket, close } = await echo();
     try {
-      const deadlines = createDeadlines(20);
+      const deadlines = createDeadlines(50);
       const reply = once(socket, 'data').then(([data]) => String(data));
       const outcome = deadlines.within(reply);
-      // Let the deadline's clock start, then send and hold the loop past the deadline: the echo
-      // is in the socket long before the timer can fire.
+      // Let the deadline's clock start, then send and hold the loop far past the deadline (long
+      // enough for the echo process to answer on a loaded machine): the echo is in the socket
+      // before the late timer is judged.
       await new Promise((resolve) => setImmediate(resolve));
       socket.write('pong');
-      block(100);
+      block(600);
       expect(await outcome).toBe('pong');
     } finally {
       await close();
@@ -167,9 +168,11 @@ describe('deadline', () => {
   it('the clock starts when the loop reaches its check phase, not while the turn is still busy', async () => {
     const { socket, close } = await echo();
     try {
-      const deadlines = createDeadlines(20);
+      // The deadline leaves the echo process room to answer on a loaded machine; the block is
+      // twice it, so a clock started at within() would have expired.
+      const deadlines = createDeadlines(300);
       const outcome = deadlines.within(once(socket, 'data').then(([data]) => String(data)));
-      block(100);
+      block(600);
       socket.write('late but sent');
       expect(await outcome).toBe('late but sent');
     } finally {
