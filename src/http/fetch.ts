@@ -26,6 +26,7 @@ import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
 
 export type { HeaderStyle } from './headers.js';
+export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
 export type { TrustProxy } from './proxy.js';
 
 /** What the server knows about the connection a request came on. */
