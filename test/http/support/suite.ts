@@ -112,7 +112,7 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       expect(response.status).toBe(200);
       expect(response.headers.get('RateLimit-Limit')).toBeNull();
       expect(listField(response, 'RateLimit-Policy')).toEqual([
-        { name: 'burst', params: { q: 3, w: 3600 } },
+        { name: 'burst', params: { q: 5, w: 3600, burst: 3 } },
         { name: 'hour', params: { q: 4, w: 3600 } },
       ]);
       const [burst, hour] = listField(response, 'RateLimit');
