@@ -10,14 +10,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Decision } from '../../decision.js';
 import { type FloodgateOptions, type FloodgateRouteOptions, floodgate } from '../../http/fastify.js';
+import { apiKeyOrAddress } from '../../http/known-key.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
-import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
+import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec, sha256Hex } from '../config/schema.js';
 import { demoHandler } from './demo.js';
 import { createLimiterCache } from './limiters.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
 import { createProxy } from './proxy.js';
+import { pathCaseStrategy, prepareRouting, restoreUrl, routeMatching } from './routing.js';
 import type { StoreHandle } from './store.js';
 import { createPlanOf } from './tiers.js';
 
@@ -48,8 +50,10 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   const { config, metrics, logger } = parts;
   const fastify = await loadFastify();
   const planOf = createPlanOf(config);
+  const anyCaseSensitive = config.routes.some((route) => route.caseSensitive);
   const app: FastifyInstance = fastify({
     logger: false,
+    ...(anyCaseSensitive ? { constraints: { [pathCaseStrategy.name]: pathCaseStrategy } } : {}),
     trustProxy: config.trustProxy,
     exposeHeadRoutes: false,
     return503OnClosing: false,
@@ -74,12 +78,13 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
 
   app.addHook('onRequest', async (request) => {
     (request as FastifyRequest & { startedAt?: number }).startedAt = performance.now();
+    restoreUrl(request.raw);
   });
   app.addHook('onResponse', async (request, reply) => {
     const tag = tagOf(request);
     const decision = request.rateLimit;
     const started = (request as FastifyRequest & { startedAt?: number }).startedAt ?? performance.now();
-    const route = tag?.route ?? reservedName(request);
+    const route = tag?.route ?? 'unmatched';
     metrics.requests.inc({ route, status: String(reply.statusCode) });
     logger.info('request', {
       method: request.method,
@@ -107,25 +112,11 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     reply.code(status).type('application/problem+json').send({ type: 'about:blank', status, title });
   });
 
-  app.get('/healthz', async (_request, reply) => {
-    try {
-      await parts.store.ping(1000);
-      return { status: 'ok', store: parts.store.label };
-    } catch (error) {
-      return reply
-        .code(503)
-        .send({ status: 'unavailable', store: parts.store.label, error: (error as Error).message });
-    }
-  });
-  app.get('/metrics', async (_request, reply) =>
-    reply.type('text/plain; version=0.0.4; charset=utf-8').send(metrics.registry.render()),
-  );
-
   const limiters = createLimiterCache(parts);
   const adapterOptions: FloodgateOptions = {
     global: false,
     headers: config.headers,
-    apiKeyHeader: config.apiKeyHeader,
+    ...keyOption(config),
     ...(parts.apiKeySecret !== undefined ? { apiKeySecret: parts.apiKeySecret } : {}),
     ...(planOf !== undefined ? { plan: (request: FastifyRequest) => planOf(request.raw) } : {}),
     onDecision: function countDecision(request: FastifyRequest, decision: Decision) {
@@ -148,7 +139,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
         : { limiter: limiters.get(route.rules), ...(route.cost !== 1 ? { cost: route.cost } : {}) };
       const options = {
         method: [...route.methods],
-        url: route.path,
+        ...routeMatching(route.path, route.caseSensitive, anyCaseSensitive),
         config: { rateLimit, gateway: { route: route.name } satisfies RouteTag },
         handler: handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
       } as RouteOptions;
@@ -166,6 +157,10 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   let waiters: (() => void)[] = [];
   return {
     handle(req, res) {
+      if (!prepareRouting(app, req, res, anyCaseSensitive)) {
+        metrics.requests.inc({ route: 'malformed', status: '400' });
+        return;
+      }
       inFlight++;
       metrics.inFlight.add(1);
       res.once('close', () => {
@@ -209,6 +204,7 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
       name: 'default',
       methods,
       path: CATCH_ALL,
+      caseSensitive: false,
       cost: 1,
       skip: false,
       rules: config.plans,
@@ -220,9 +216,17 @@ function tagOf(request: FastifyRequest): RouteTag | undefined {
   return (request.routeOptions.config as { gateway?: RouteTag } | undefined)?.gateway;
 }
 
-function reservedName(request: FastifyRequest): string {
-  const url = request.routeOptions.url;
-  return url === '/metrics' ? 'metrics' : url === '/healthz' ? 'healthz' : 'unmatched';
+/**
+ * The limiter key: an API key only when `tiers.keys` lists it (read from the tier header), else
+ * the client address, exactly as for a request without one. No tiers keys, no API keys.
+ */
+function keyOption(config: GatewayConfig): Pick<FloodgateOptions, 'key' | 'apiKeyHeader'> {
+  const tiers = config.tiers;
+  const keys = tiers?.keys;
+  if (tiers === undefined || keys === undefined || config.apiKeyHeader === false) {
+    return { apiKeyHeader: false };
+  }
+  return { key: apiKeyOrAddress({ header: tiers.header, known: (key) => keys.has(sha256Hex(key)) }) };
 }
 
 async function loadFastify(): Promise<(options: Record<string, unknown>) => FastifyInstance> {
