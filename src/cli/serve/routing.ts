@@ -55,7 +55,11 @@ export function prepareRouting(
 ): boolean {
   const target = normalizeTarget(req.url);
   if (target === undefined) {
-    res.writeHead(400, { 'content-type': 'application/problem+json', 'cache-control': 'no-store' });
+    res.writeHead(400, {
+      'content-type': 'application/problem+json',
+      'content-length': Buffer.byteLength(MALFORMED_PATH_PROBLEM),
+      'cache-control': 'no-store',
+    });
     res.end(MALFORMED_PATH_PROBLEM);
     return false;
   }
