@@ -50,7 +50,7 @@ export function apiKeyFrom(value: string | undefined): string | undefined {
 }
 
 /** A one-way digest of an API key, safe to store and log: `key:<base64url SHA-256>`. */
-export function hashApiKey(apiKey: string, secret: Buffer | undefined): string {
+export function hashApiKey(apiKey: string, secret: Uint8Array | undefined): string {
   const digest =
     secret === undefined
       ? createHash('sha256').update('floodgate api key\0').update(apiKey)

@@ -4,7 +4,7 @@
  * without one. An invented, revoked or malformed key therefore never buys a fresh bucket.
  */
 import { describe } from '../duration.js';
-import { addressKey, apiKeyFrom, DEFAULT_KEY_POLICY, hashApiKey, type KeyPolicy } from './keys.js';
+import { addressKey, apiKeyFrom, DEFAULT_KEY_POLICY, hashApiKey } from './keys.js';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -15,14 +15,20 @@ export interface ApiKeyOrAddressOptions {
   known: (key: string) => MaybePromise<boolean>;
 }
 
-/** How an adapter resolves the key with what it knows: the header's value, the address, its policy. */
+/** The adapter's key settings (its KeyPolicy), declared here so that public types need no Node types. */
+export interface KeySettings {
+  readonly apiKeySecret: Uint8Array | undefined;
+  readonly ipv6Subnet: number;
+}
+
+/** How an adapter resolves the key with what it knows: the header's value, the address, its settings. */
 export interface KnownKeyResolver {
   /** The header to read (lowercase). */
   readonly header: string;
   resolve(
     headerValue: string | undefined,
     address: string | undefined,
-    policy: KeyPolicy,
+    policy: KeySettings,
   ): MaybePromise<string>;
 }
 
@@ -66,7 +72,7 @@ export function apiKeyOrAddress(options: ApiKeyOrAddressOptions): ApiKeyOrAddres
   function resolve(
     headerValue: string | undefined,
     address: string | undefined,
-    policy: KeyPolicy,
+    policy: KeySettings,
   ): MaybePromise<string> {
     const apiKey = apiKeyFrom(headerValue);
     if (apiKey === undefined) return addressKey(address, policy.ipv6Subnet);

@@ -74,5 +74,6 @@ describe('floodgate on Redis Cluster', () => {
     expect(inspected.stderr).toBe('');
     expect(inspected.code).toBe(0);
     expect(JSON.parse(inspected.stdout).rules[0]).toMatchObject({ allowed: true, remaining: 2 });
-  });
+    // A gateway and a CLI process on a three-node cluster: generous on a shared machine.
+  }, 60_000);
 });

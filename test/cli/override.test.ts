@@ -112,7 +112,8 @@ describe('floodgate override', () => {
     expect(after.stdout).toMatch(/^key\s+override\s+expires in\n/);
     expect(after.stdout.trim().split('\n')).toHaveLength(4);
     expect(after.stdout).toContain('blocked');
-  });
+    // Eight CLI processes, one after another: generous on a shared, loaded machine.
+  }, 60_000);
 
   it('refuses unknown plans and incomplete commands with exit code 2', async () => {
     const [unknownPlan, nothing, noAction] = await Promise.all([

@@ -23,7 +23,8 @@ interface Gateway {
 async function startGateway(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Gateway> {
   const adminPort = String(await freePort());
   const cli = startCli(['serve', '--port', '0', '--admin-port', adminPort, ...args], env);
-  const listening = await cli.waitForLog((line) => line.event === 'listening', 15_000);
+  // Generous: four gateways start at once on a shared, loaded machine.
+  const listening = await cli.waitForLog((line) => line.event === 'listening', 45_000);
   return { cli, url: listening.url as string, admin: listening.admin as string };
 }
 

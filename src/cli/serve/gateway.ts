@@ -10,10 +10,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Decision } from '../../decision.js';
 import { type FloodgateOptions, type FloodgateRouteOptions, floodgate } from '../../http/fastify.js';
-import { apiKeyOrAddress } from '../../http/known-key.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
-import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec, sha256Hex } from '../config/schema.js';
+import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
 import { demoHandler } from './demo.js';
 import { createLimiterCache } from './limiters.js';
 import type { Logger } from './log.js';
@@ -21,7 +20,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { createProxy } from './proxy.js';
 import { pathCaseStrategy, prepareRouting, restoreUrl, routeMatching } from './routing.js';
 import type { StoreHandle } from './store.js';
-import { createPlanOf } from './tiers.js';
+import { createPlanOf, keyOption } from './tiers.js';
 
 export interface GatewayParts {
   config: GatewayConfig;
@@ -214,19 +213,6 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
 
 function tagOf(request: FastifyRequest): RouteTag | undefined {
   return (request.routeOptions.config as { gateway?: RouteTag } | undefined)?.gateway;
-}
-
-/**
- * The limiter key: an API key only when `tiers.keys` lists it (read from the tier header), else
- * the client address, exactly as for a request without one. No tiers keys, no API keys.
- */
-function keyOption(config: GatewayConfig): Pick<FloodgateOptions, 'key' | 'apiKeyHeader'> {
-  const tiers = config.tiers;
-  const keys = tiers?.keys;
-  if (tiers === undefined || keys === undefined || config.apiKeyHeader === false) {
-    return { apiKeyHeader: false };
-  }
-  return { key: apiKeyOrAddress({ header: tiers.header, known: (key) => keys.has(sha256Hex(key)) }) };
 }
 
 async function loadFastify(): Promise<(options: Record<string, unknown>) => FastifyInstance> {
