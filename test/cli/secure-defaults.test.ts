@@ -219,3 +219,19 @@ describe('serve --check refuses what start refuses', () => {
     expect(result.stdout).toMatch(/configuration ok\n$/);
   }, 60_000);
 });
+
+describe('serve: a reload that does not validate', () => {
+  it('regression: is refused with one line in the log, no stack trace, and the running gateway stays', async () => {
+    const file = join(dir, 'gateway.yaml');
+    await writeFile(file, `${CONFIG(upstream.url)}trustProxy: 10.0.0.0/33\n`);
+    gateway.process.kill('SIGHUP');
+    const failed = await gateway.waitForLog((line) => line.event === 'reload_failed', 30_000);
+    expect(failed.error).toBe(
+      `${file}: trustProxy: "10.0.0.0/33" is not an IP address, a CIDR such as '10.0.0.0/8', or one of 'loopback', 'linklocal', 'uniquelocal'`,
+    );
+    // Still running, on the configuration it had.
+    expect((await rawRequest(url, 'GET', '/a%2Fb')).status).toBe(400);
+    expect(gateway.logs.some((line) => line.event === 'reloaded')).toBe(false);
+    expect(gateway.stderr()).toBe('');
+  });
+});

@@ -52,7 +52,9 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   const anyCaseSensitive = config.routes.some((route) => route.caseSensitive);
   const app: FastifyInstance = fastify({
     logger: false,
-    ...(anyCaseSensitive ? { constraints: { [pathCaseStrategy.name]: pathCaseStrategy } } : {}),
+    ...(anyCaseSensitive
+      ? { routerOptions: { constraints: { [pathCaseStrategy.name]: pathCaseStrategy } } }
+      : {}),
     trustProxy: config.trustProxy,
     exposeHeadRoutes: false,
     return503OnClosing: false,
