@@ -1,4 +1,5 @@
 /** The gateway's path normalization, case by case (the gateway tests run it end to end). */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { normalizeTarget } from '../../src/cli/serve/paths.js';
 
@@ -21,6 +22,9 @@ describe('normalizeTarget', () => {
       ['/login;x', '/login;x', '/login;x'],
       ['/login?x=1&y=%2F', '/login', '/login?x=1&y=%2F'],
       ['/LOGIN', '/LOGIN', '/LOGIN'],
+      ['/.well-known/x', '/.well-known/x', '/.well-known/x'],
+      ['/a..b/...', '/a..b/...', '/a..b/...'],
+      ['/v1/users/', '/v1/users', '/v1/users/'],
     ];
     for (const [url, path, forward] of cases) {
       expect(normalizeTarget(url), url).toEqual({ path, forward });
@@ -49,5 +53,21 @@ describe('normalizeTarget', () => {
     ]) {
       expect(normalizeTarget(url), String(url)).toBeUndefined();
     }
+  });
+
+  it('is idempotent, and its paths have no empty, . or .. segments, for any input', () => {
+    const chars = fc.constantFrom('/', '.', '%', '2', 'e', 'F', 'a', 'B', '~', '?', ';', '\\', '#', '0');
+    fc.assert(
+      fc.property(fc.array(chars, { maxLength: 24 }), (list) => {
+        const url = `/${list.join('')}`;
+        const once = normalizeTarget(url);
+        if (once === undefined) return;
+        expect(once.path.split('/').slice(1)).not.toContain('.');
+        expect(once.path.split('/').slice(1)).not.toContain('..');
+        if (once.path !== '/') expect(once.path.split('/').slice(1)).not.toContain('');
+        expect(normalizeTarget(once.forward)?.path).toBe(once.path);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -86,7 +86,10 @@ beforeAll(async () => {
   [dir, upstream] = await Promise.all([mkdtemp(join(tmpdir(), 'floodgate-secure-')), startExpressUpstream()]);
   await writeFile(join(dir, 'gateway.yaml'), CONFIG(upstream.url));
   gateway = startCli(['serve', '--port', '0', '--config', join(dir, 'gateway.yaml')]);
-  url = (await gateway.waitForLog((line) => line.event === 'listening', 45_000)).url as string;
+  const listening = await gateway.waitForLog((line) => line.event === 'listening', 45_000);
+  url = listening.url as string;
+  // admin: { port: 0 } turns the admin listener off.
+  expect(listening.admin).toBe('off');
 });
 
 afterAll(async () => {

@@ -18,6 +18,8 @@ export interface NormalizedTarget {
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 /** Visible ASCII except `\`, `#` (a fragment is never part of a request target) and `%` (checked apart). */
 const PATH_CHAR = /^[!$&'()*+,\-./0-9:;=@A-Z[\]^_`a-z{|}~]$/;
+/** A path already in normal form (no escapes, no empty, `.` or `..` segments), but for a trailing `/`. */
+const NORMAL = /^(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*\/?$/;
 /** Escapes that would change how the path splits or ends: `/`, `\`, NUL. */
 const REFUSED_ESCAPES = new Set(['2F', '5C', '00']);
 
@@ -30,6 +32,11 @@ export function normalizeTarget(url: string | undefined): NormalizedTarget | und
   const queryAt = url.indexOf('?');
   const rawPath = queryAt < 0 ? url : url.slice(0, queryAt);
   const query = queryAt < 0 ? '' : url.slice(queryAt);
+  // Most paths are already normal: one test instead of a scan.
+  if (NORMAL.test(rawPath)) {
+    const path = rawPath.length > 1 && rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
+    return { path, forward: url };
+  }
   const decoded = decodeUnreserved(rawPath);
   if (decoded === undefined) return undefined;
   const segments: string[] = [];
