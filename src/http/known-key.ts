@@ -79,7 +79,8 @@ export function apiKeyOrAddress(options: ApiKeyOrAddressOptions): ApiKeyOrAddres
     const answer = known(apiKey);
     const pick = (isKnown: boolean) =>
       isKnown === true ? hashApiKey(apiKey, policy.apiKeySecret) : addressKey(address, policy.ipv6Subnet);
-    return answer instanceof Promise ? answer.then(pick) : pick(answer);
+    // Sync answers stay sync (no promise per request); anything else is awaited, thenables included.
+    return typeof answer === 'boolean' ? pick(answer) : Promise.resolve(answer).then(pick);
   }
 
   const keyOf = function apiKeyOrAddressKey(req: unknown): MaybePromise<string> {

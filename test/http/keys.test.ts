@@ -115,7 +115,9 @@ describe('apiKeyOrAddress', () => {
     expect(await lookedUp[KNOWN_KEY_RESOLVER].resolve('sk_known', '203.0.113.1', policy)).toMatch(/^key:/);
     // Only `true` counts: a truthy non-boolean is not an answer.
     const sloppy = apiKeyOrAddress({ header: 'x-api-key', known: () => 'yes' as unknown as boolean });
-    expect(sloppy[KNOWN_KEY_RESOLVER].resolve('sk_known', '203.0.113.1', policy)).toBe('ip:203.0.113.1');
+    expect(await sloppy[KNOWN_KEY_RESOLVER].resolve('sk_known', '203.0.113.1', policy)).toBe(
+      'ip:203.0.113.1',
+    );
   });
 
   it('called directly, reads the request’s headers and address', () => {
