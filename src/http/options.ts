@@ -50,9 +50,9 @@ export interface HttpOptions<Req> {
    * `key: apiKeyOrAddress({ header, known })`. Default `false`: the key is the client address.
    */
   apiKeyHeader?: string | false;
-  /** Secret for HMAC-SHA-256 of API keys in the default key. Default: none, plain SHA-256. */
+  /** Secret for HMAC-SHA-256 of API keys (`apiKeyOrAddress`, `apiKeyHeader`). Default: none, plain SHA-256. */
   apiKeySecret?: string;
-  /** Prefix length IPv6 clients are grouped by in the default key, 1-128. Default 64. */
+  /** Prefix length IPv6 clients are grouped by in address keys, 1-128. Default 64. */
   ipv6Subnet?: number;
 }
 
