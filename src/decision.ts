@@ -17,6 +17,11 @@ export interface RuleDecision {
   limit: number;
   /** The rule's window in milliseconds. */
   windowMs: number;
+  /**
+   * The rule's sustained `limit` per window, present only when it differs from `limit` above
+   * (a token-bucket or gcra rule whose `burst` is not its limit).
+   */
+  quota?: number;
   /** Units still available after this decision (an integer >= 0). */
   remaining: number;
   /** Milliseconds until the quota is fully restored if nothing else arrives. */
@@ -96,7 +101,7 @@ function viewOf(
 ): RuleDecision {
   const ruleAllowed = raw[at] === 1;
   const retry = raw[at + 3] as number;
-  return {
+  const view: RuleDecision = {
     rule: rule.name,
     allowed: ruleAllowed,
     limit: rule.capacity,
@@ -106,6 +111,8 @@ function viewOf(
     resetMs: allowed ? (raw[at + 4] as number) : (raw[at + 2] as number),
     retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
   };
+  if (rule.capacity !== rule.limit) view.quota = rule.limit;
+  return view;
 }
 
 /**
@@ -124,6 +131,7 @@ class CheckedDecision implements Decision {
   rules: RuleDecision[];
   degraded: Degraded;
   declare plan?: string;
+  declare quota?: number;
   #ticket: unknown;
 
   constructor(binding: RuleDecision, allowed: boolean, rules: RuleDecision[], degraded: Degraded) {
@@ -134,6 +142,7 @@ class CheckedDecision implements Decision {
     this.remaining = binding.remaining;
     this.resetMs = binding.resetMs;
     this.retryAfterMs = binding.retryAfterMs;
+    if (binding.quota !== undefined) this.quota = binding.quota;
     this.rules = rules;
     this.degraded = degraded;
   }

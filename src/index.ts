@@ -7,6 +7,8 @@ export type { AlgorithmName } from './algorithms/index.js';
 export type { Decision, RuleDecision } from './decision.js';
 export type { Duration } from './duration.js';
 export { parseDuration } from './duration.js';
+export type { ApiKeyOrAddress, ApiKeyOrAddressOptions } from './http/known-key.js';
+export { apiKeyOrAddress } from './http/known-key.js';
 export { LimiterClosedError } from './lifecycle.js';
 export type { CheckOptions, Limiter, LimiterEvents, LimiterOptions, RuleInfo } from './limiter.js';
 export { createLimiter } from './limiter.js';

@@ -21,6 +21,7 @@ import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 export type { HeaderStyle } from './headers.js';
+export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
 
 declare module 'express-serve-static-core' {
   interface Request {

@@ -34,6 +34,7 @@ import { type HttpOptions, optionalFunction, parseHttpOptions, parseRequestOptio
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 export type { HeaderStyle } from './headers.js';
+export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -5,7 +5,7 @@
  * A `Request` does not carry the client's address: pass it per call (`guard(request, { ip })`,
  * e.g. Bun's `server.requestIP(req)`, Deno's `info.remoteAddr`, Hono's `getConnInfo(c)`), or
  * give an `ip(request)` option. `trustProxy` then says which `X-Forwarded-For` hops to believe.
- * Without an address or an API key, requests share the single key `ip:unknown`.
+ * Without an address (or a known API key), requests share the single key `ip:unknown`.
  *
  * @example
  * import { createFetchGuard } from 'floodgate/fetch';
@@ -26,6 +26,7 @@ import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
 
 export type { HeaderStyle } from './headers.js';
+export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
 export type { TrustProxy } from './proxy.js';
 
 /** What the server knows about the connection a request came on. */

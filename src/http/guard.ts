@@ -7,6 +7,7 @@ import type { Decision } from '../decision.js';
 import type { CheckOptions, Limiter } from '../limiter.js';
 import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './headers.js';
 import { defaultKey } from './keys.js';
+import { knownKeyResolver } from './known-key.js';
 import type { ResolvedHttpOptions } from './options.js';
 import { quotaExceededProblem } from './problem.js';
 
@@ -33,7 +34,12 @@ export interface Guard<Req> {
 export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: RequestAccess<Req>): Guard<Req> {
   const { limiter, key, cost, plan, skip, onDecision, headers, keyPolicy } = options;
 
+  const known = knownKeyResolver(key);
+
   function keyOf(req: Req): string | Promise<string> {
+    // apiKeyOrAddress: this adapter supplies the address and its key policy.
+    if (known !== undefined)
+      return known.resolve(access.header(req, known.header), access.address(req), keyPolicy);
     if (key !== undefined) return key(req);
     const apiKey =
       keyPolicy.apiKeyHeader === undefined ? undefined : access.header(req, keyPolicy.apiKeyHeader);

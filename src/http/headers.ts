@@ -1,6 +1,8 @@
 /**
  * Decision → rate-limit response headers, one serializer per header style, so a new draft is a
- * new entry here and nothing else changes.
+ * new entry here and nothing else changes. A policy announces a rule's sustained rate (`limit`
+ * per window); a token-bucket or gcra capacity that differs from it is the parameter `burst`,
+ * while the remaining fields count against that capacity, which is what is really left.
  *
  * - `draft-6`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` of the binding rule
  *   and `RateLimit-Policy: 10;w=1, 120;w=60` (draft-ietf-httpapi-ratelimit-headers-06).
@@ -54,6 +56,15 @@ export function retryAfterSeconds(decision: Decision): number | undefined {
   return Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
 }
 
+/**
+ * A policy's parameters after its quota: the window, and `burst` when the rule's capacity is not
+ * its sustained limit, so the quota announced is the rate a client can keep up.
+ */
+function policyParameters(view: RuleDecision): [string, number][] {
+  const window: [string, number] = ['w', windowSeconds(view)];
+  return view.quota === undefined ? [window] : [window, ['burst', view.limit]];
+}
+
 type FieldMode = 'list' | 'binding';
 type Field = readonly [name: string, value: string, mode: FieldMode];
 
@@ -64,7 +75,7 @@ const SERIALIZERS: Record<HeaderStyle, (decision: Decision) => Field[]> = {
     ['RateLimit-Reset', sfInteger(resetSeconds(decision)), 'binding'],
     [
       'RateLimit-Policy',
-      sfList(decision.rules.map((view) => sfItem(view.limit, [['w', windowSeconds(view)]]))),
+      sfList(decision.rules.map((view) => sfItem(view.quota ?? view.limit, policyParameters(view)))),
       'list',
     ],
   ],
@@ -73,10 +84,7 @@ const SERIALIZERS: Record<HeaderStyle, (decision: Decision) => Field[]> = {
       'RateLimit-Policy',
       sfList(
         decision.rules.map((view) =>
-          sfItem(view.rule, [
-            ['q', view.limit],
-            ['w', windowSeconds(view)],
-          ]),
+          sfItem(view.rule, [['q', view.quota ?? view.limit], ...policyParameters(view)]),
         ),
       ),
       'list',

@@ -1,6 +1,7 @@
 /**
- * The default rate-limit key of a request: its API key when it sends one, else its client
- * address. API keys are hashed (SHA-256, or HMAC-SHA-256 with `apiKeySecret`) before they reach
+ * Rate-limit keys of requests: the client address by default (a header anyone can invent never
+ * buys a fresh bucket), an API key only where the application opts in (`apiKeyOrAddress`, or
+ * `apiKeyHeader`, which trusts any key). API keys are hashed (SHA-256, or HMAC-SHA-256 with `apiKeySecret`) before they reach
  * the store, so they never sit in Redis or in logs in clear. The two kinds of key live in
  * separate namespaces (`key:` and `ip:`), so no address can collide with an API key.
  */
@@ -15,7 +16,7 @@ const API_KEY = /^[\x21-\x7E]+$/;
 export const UNKNOWN_CLIENT = 'ip:unknown';
 
 export interface KeyPolicy {
-  /** Header carrying the API key (lowercase), or `undefined` to key by address only. */
+  /** Header whose every well-formed value is a key of its own (lowercase), or `undefined`: address only. */
   readonly apiKeyHeader: string | undefined;
   /** HMAC secret for API keys; without one, a plain SHA-256 with a fixed label. */
   readonly apiKeySecret: Buffer | undefined;
@@ -24,7 +25,7 @@ export interface KeyPolicy {
 }
 
 export const DEFAULT_KEY_POLICY: KeyPolicy = {
-  apiKeyHeader: 'x-api-key',
+  apiKeyHeader: undefined,
   apiKeySecret: undefined,
   ipv6Subnet: DEFAULT_IPV6_SUBNET,
 };
@@ -49,7 +50,7 @@ export function apiKeyFrom(value: string | undefined): string | undefined {
 }
 
 /** A one-way digest of an API key, safe to store and log: `key:<base64url SHA-256>`. */
-export function hashApiKey(apiKey: string, secret: Buffer | undefined): string {
+export function hashApiKey(apiKey: string, secret: Uint8Array | undefined): string {
   const digest =
     secret === undefined
       ? createHash('sha256').update('floodgate api key\0').update(apiKey)
@@ -63,7 +64,7 @@ export function addressKey(address: string | undefined, ipv6Subnet: number): str
   return identity === undefined ? UNKNOWN_CLIENT : `ip:${identity}`;
 }
 
-/** The default key of a request, from its API key header value and its client address. */
+/** The key of a request under `policy`: its API key only when `policy.apiKeyHeader` trusts any, else its address. */
 export function defaultKey(
   apiKeyHeaderValue: string | undefined,
   address: string | undefined,

@@ -21,6 +21,7 @@ import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
 
 export type { HeaderStyle } from './headers.js';
+export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
 export type { TrustProxy } from './proxy.js';
 
 /** A request that a guard has checked: its decision is `req.rateLimit`. */

@@ -25,8 +25,9 @@ export interface HttpOptions<Req> {
   /** Key prefix of the limiter built from `rules`. Default `'floodgate'`. */
   prefix?: string;
   /**
-   * The key a request is counted under. Default: the hashed `x-api-key` header when the request
-   * sends a well-formed one, else the client address (IPv6 grouped by `ipv6Subnet`).
+   * The key a request is counted under. Default: the client address (IPv6 grouped by
+   * `ipv6Subnet`). To count known API keys on their own, use
+   * `key: apiKeyOrAddress({ header: 'x-api-key', known: (key) => … })`.
    */
   key?: (req: Req) => MaybePromise<string>;
   /** Units a request takes: a positive integer or a function returning one. Default 1. */
@@ -42,11 +43,16 @@ export interface HttpOptions<Req> {
   headers?: HeaderStyle | false | readonly HeaderStyle[];
   /** Called with every decision (allowed or denied), before the response, e.g. for logs and metrics. */
   onDecision?: (req: Req, decision: Decision) => MaybePromise<void>;
-  /** Header the default key reads the API key from, or `false` to key by address only. Default `'x-api-key'`. */
+  /**
+   * Opt-in, and unsafe wherever clients choose their own keys: every well-formed value of this
+   * header is a bucket of its own, so a client that invents a new value per request is never
+   * limited. Use it only when something before the limiter rejects unknown keys; otherwise use
+   * `key: apiKeyOrAddress({ header, known })`. Default `false`: the key is the client address.
+   */
   apiKeyHeader?: string | false;
-  /** Secret for HMAC-SHA-256 of API keys in the default key. Default: none, plain SHA-256. */
+  /** Secret for HMAC-SHA-256 of API keys (`apiKeyOrAddress`, `apiKeyHeader`). Default: none, plain SHA-256. */
   apiKeySecret?: string;
-  /** Prefix length IPv6 clients are grouped by in the default key, 1-128. Default 64. */
+  /** Prefix length IPv6 clients are grouped by in address keys, 1-128. Default 64. */
   ipv6Subnet?: number;
 }
 
@@ -183,7 +189,7 @@ export function parseHeaderStyles(value: unknown): readonly HeaderStyle[] {
 function parseKeyPolicy(
   options: Pick<HttpOptions<unknown>, 'apiKeyHeader' | 'apiKeySecret' | 'ipv6Subnet'>,
 ): KeyPolicy {
-  const { apiKeyHeader = 'x-api-key', apiKeySecret, ipv6Subnet = DEFAULT_IPV6_SUBNET } = options;
+  const { apiKeyHeader = false, apiKeySecret, ipv6Subnet = DEFAULT_IPV6_SUBNET } = options;
   if (apiKeyHeader !== false && (typeof apiKeyHeader !== 'string' || !HEADER_NAME.test(apiKeyHeader))) {
     throw new RangeError(`apiKeyHeader: ${describe(apiKeyHeader)} must be a header name or false`);
   }

@@ -59,6 +59,7 @@ function shift(decision: Decision, elapsed: number): Decision {
       allowed: rule.allowed,
       limit: rule.limit,
       windowMs: rule.windowMs,
+      ...(rule.quota === undefined ? {} : { quota: rule.quota }),
       remaining: rule.remaining,
       resetMs: Math.max(0, rule.resetMs - elapsed),
       retryAfterMs: rule.allowed ? 0 : Math.max(1, rule.retryAfterMs - elapsed),

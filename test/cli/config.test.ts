@@ -32,6 +32,7 @@ describe('gateway config', () => {
       onStoreError: 'open',
       headers: 'draft-6',
       apiKeyHeader: 'x-api-key',
+      admin: { host: '127.0.0.1', port: 9477 },
       tiers: undefined,
       routes: [],
       shutdownTimeoutMs: 10_000,
@@ -52,7 +53,7 @@ describe('gateway config', () => {
 
   it('builds per-route rule lists per plan: own rules first, then the plan’s, unless inherit is false', () => {
     const config = parseGatewayConfig({
-      tiers: { header: 'X-Plan', default: 'free' },
+      tiers: { header: 'X-Plan', default: 'free', trust: 'header' },
       plans: { free: ['2/1m'], pro: ['20/1m'] },
       routes: [
         { method: 'post', path: '/chat/*', cost: 5, limit: '100/1m', algorithm: 'token-bucket' },
@@ -86,7 +87,7 @@ describe('gateway config', () => {
       methods: expect.arrayContaining(['GET', 'POST']),
     });
     expect(status).toMatchObject({ where: 'skip[1]', methods: ['GET', 'HEAD'], path: '/status', skip: true });
-    expect(config.tiers).toEqual({ header: 'x-plan', keys: undefined, default: 'free' });
+    expect(config.tiers).toEqual({ header: 'x-plan', keys: undefined, default: 'free', trust: 'header' });
   });
 
   it('keeps API keys of tiers only as SHA-256 digests, and accepts digests', () => {
@@ -120,7 +121,7 @@ describe('gateway config', () => {
       'rules[0].window: required with a numeric limit (or write limit: "5/1m")',
     );
     expect(error({ rules: ['5/1m'], colour: 'blue' })).toBe(
-      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, store, onStoreError, headers, trustProxy, apiKeyHeader, rules, tiers, plans, routes, skip, shutdownTimeout',
+      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, store, onStoreError, headers, trustProxy, apiKeyHeader, rules, tiers, plans, routes, skip, shutdownTimeout, admin',
     );
     expect(error({ routes: [{ path: 'v1/users' }] })).toBe(
       'routes[0].path: "v1/users" must start with / and have no spaces, e.g. /v1/users/:id or /assets/*',
@@ -134,9 +135,18 @@ describe('gateway config', () => {
     expect(error({ routes: [{ path: '/x', method: 'GET' }], skip: ['GET /x'] })).toBe(
       'skip[0]: GET /x is also defined by routes[0]',
     );
-    expect(error({ routes: [{ path: '/metrics' }] })).toBe(
-      'routes[0].path: /metrics is answered by the gateway itself',
+    expect(error({ routes: [{ path: '/Login' }, { path: '/login' }] })).toBe(
+      'routes[1]: DELETE /login is also defined by routes[0]',
     );
+    expect(error({ routes: [{ path: '/x', caseSensitive: 'yes' }] })).toBe(
+      'routes[0].caseSensitive: expected true or false, got "yes"',
+    );
+    expect(error({ trustProxy: 'maybe' })).toBe(
+      `trustProxy: "maybe" is not an IP address, a CIDR such as '10.0.0.0/8', or one of 'loopback', 'linklocal', 'uniquelocal'`,
+    );
+    expect(error({ trustProxy: ['loopback', '10.0.0.0/33'] })).toContain('trustProxy: "10.0.0.0/33" is not');
+    expect(error({ admin: { port: 70_000 } })).toBe('admin.port: 70000 must be an integer from 0 to 65535');
+    expect(error({ admin: { path: '/x' } })).toBe('admin.path: unknown field; expected one of host, port');
     expect(error({ routes: [{ path: '/x', cost: 1.5 }] })).toBe(
       'routes[0].cost: 1.5 must be an integer from 1 to 9007199254740991',
     );
@@ -166,7 +176,7 @@ describe('gateway config', () => {
     ).toBe('tiers.keys (entry 1): "gold" is not one of \'free\'');
     expect(
       error({
-        tiers: { header: 'x-plan', default: 'free' },
+        tiers: { header: 'x-plan', default: 'free', trust: 'header' },
         plans: { free: ['1/1m'] },
         routes: [{ path: '/x', plans: { gold: ['1/1s'] } }],
       }),
@@ -180,10 +190,42 @@ describe('gateway config', () => {
       }),
     ).toBe('rules: duplicate rule name "a"; give each rule a distinct name');
     expect(
-      error({ tiers: { header: 'x-plan', default: 'free' }, plans: { free: ['1/1m'], 'pro.v2': ['9/1m'] } }),
+      error({
+        tiers: { header: 'x-plan', default: 'free', trust: 'header' },
+        plans: { free: ['1/1m'], 'pro.v2': ['9/1m'] },
+      }),
     ).toBe(
       `plans["pro.v2"]: plan name must be 1-64 letters, digits, _ or - (starting with a letter or digit), not 'override'`,
     );
+  });
+
+  it('regression: a tier header that names the plan without keys must be declared trust: header', () => {
+    const plans = { free: ['1/1m'], pro: ['9/1m'] };
+    expect(error({ tiers: { header: 'x-plan', default: 'free' }, plans })).toBe(
+      'tiers: without keys, any client picks its plan by sending x-plan: <plan>; list the API keys in tiers.keys, or declare trust: header if that is intended',
+    );
+    expect(error({ tiers: { header: 'x-plan', default: 'free', trust: 'keys' }, plans })).toBe(
+      `tiers.trust: "keys" is not one of 'header'`,
+    );
+    expect(
+      error({ tiers: { header: 'x-api-key', default: 'free', trust: 'header', keys: { k: 'pro' } }, plans }),
+    ).toBe('tiers.trust: header is for tiers without keys; with tiers.keys only listed keys choose a plan');
+    const trusted = parseGatewayConfig({
+      tiers: { header: 'x-plan', default: 'free', trust: 'header' },
+      plans,
+    });
+    expect(trusted.tiers?.trust).toBe('header');
+  });
+
+  it('reads API keys only from the tier header of listed keys', () => {
+    const plans = { free: ['1/1m'], pro: ['9/1m'] };
+    const tiers = { header: 'Authorization', default: 'free', keys: { k: 'pro' } };
+    expect(parseGatewayConfig({ tiers, plans }).apiKeyHeader).toBe('authorization');
+    expect(parseGatewayConfig({ tiers, plans, apiKeyHeader: false }).apiKeyHeader).toBe(false);
+    expect(error({ tiers, plans, apiKeyHeader: 'x-api-key' })).toBe(
+      "apiKeyHeader: 'x-api-key' is not tiers.header 'authorization': API keys count only when tiers.keys lists them, read from tiers.header; drop apiKeyHeader or set it to false",
+    );
+    expect(parseGatewayConfig({ admin: { port: 0 } }).admin).toBeUndefined();
   });
 
   it('never echoes an API key from tiers.keys in an error', () => {

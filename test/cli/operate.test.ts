@@ -18,7 +18,7 @@ let dir: string;
 let config: string;
 
 const CONFIG = `
-tiers: { header: x-api-key, default: free }
+tiers: { header: x-plan, default: free, trust: header }
 plans:
   free: [{ name: free-minute, limit: 3/1m, algorithm: sliding-log }]
   pro: [{ name: pro-minute, limit: 10/1m, algorithm: fixed-window }]

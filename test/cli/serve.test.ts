@@ -10,18 +10,26 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, rawCommand, startRedisServer } from '../support/redis-server.js';
 import { type RunningCli, runCli, startCli } from './support/cli.js';
+import { freePort } from './support/ports.js';
 import { startUpstream, type Upstream } from './support/upstream.js';
 
 interface Gateway {
   cli: RunningCli;
   url: string;
+  /** The admin listener (/metrics, /healthz). */
+  admin: string;
 }
 
 async function startGateway(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Gateway> {
-  const cli = startCli(['serve', '--port', '0', ...args], env);
-  const listening = await cli.waitForLog((line) => line.event === 'listening', 15_000);
-  return { cli, url: listening.url as string };
+  const adminPort = String(await freePort());
+  const cli = startCli(['serve', '--port', '0', '--admin-port', adminPort, ...args], env);
+  // Generous: four gateways start at once on a shared, loaded machine.
+  const listening = await cli.waitForLog((line) => line.event === 'listening', 45_000);
+  return { cli, url: listening.url as string, admin: listening.admin as string };
 }
+
+/** Clients are told apart by address: the gateways trust X-Forwarded-For from loopback. */
+const from = (ip: string) => ({ 'x-forwarded-for': ip });
 
 /** A request over node:http, which (unlike fetch) may send hop-by-hop headers. */
 function rawRequest(
@@ -70,6 +78,7 @@ const started: Gateway[] = [];
 const TIERS_YAML = `
 # Two plans picked by API key; a costly route; a route with its own extra limit; a skip list.
 headers: [draft-6, legacy]
+trustProxy: loopback
 tiers:
   header: x-api-key
   keys:
@@ -99,7 +108,16 @@ beforeAll(async () => {
     reloadConfig,
     JSON.stringify({ upstream: `${upstream.url}/base`, rules: [{ name: 'minute', limit: '2/1m' }] }),
   );
-  const proxied = ['--upstream', `${upstream.url}/base`, '--redis', redis.url, '--limit', '4/1m'];
+  const proxied = [
+    '--upstream',
+    `${upstream.url}/base`,
+    '--redis',
+    redis.url,
+    '--limit',
+    '4/1m',
+    '--trust-proxy',
+    'loopback',
+  ];
   [a, b, tiers, reloading] = await Promise.all([
     startGateway(proxied),
     startGateway(proxied),
@@ -121,7 +139,6 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     const response = await rawRequest(`${a.url}/v1/items/created?q=1&r=two`, {
       method: 'POST',
       headers: {
-        'x-api-key': 'proxy-test',
         'content-type': 'application/json',
         'x-custom': 'kept',
         'x-forwarded-for': '203.0.113.7',
@@ -157,7 +174,7 @@ describe('floodgate serve: reverse proxy on Redis', () => {
   });
 
   it('streams responses as the upstream sends them', async () => {
-    const response = await fetch(`${a.url}/stream`, { headers: { 'x-api-key': 'stream-test' } });
+    const response = await fetch(`${a.url}/stream`, { headers: from('203.0.113.20') });
     expect(response.status).toBe(200);
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
@@ -175,7 +192,7 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     const answer = await new Promise<string>((resolve, reject) => {
       const req = httpRequest(`${a.url}/first-chunk`, {
         method: 'POST',
-        headers: { 'x-api-key': 'upload-test', 'content-type': 'text/plain' },
+        headers: { ...from('203.0.113.21'), 'content-type': 'text/plain' },
       });
       req.on('error', reject);
       req.on('response', (res) => {
@@ -195,12 +212,14 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     expect(answer).toBe('got: first part;');
   });
 
-  it('two gateway processes on one Redis share each key’s limit exactly; denied requests never reach the upstream', async () => {
+  it('two gateway processes on one Redis share each client’s limit exactly; denied requests never reach the upstream', async () => {
     const before = upstream.seen.length;
     const statuses: number[] = [];
     for (let i = 0; i < 10; i++) {
       const gateway = i % 2 === 0 ? a : b;
-      const response = await fetch(`${gateway.url}/shared`, { headers: { 'x-api-key': 'shared-key' } });
+      // Every request invents a new API key: none buys a fresh quota.
+      const headers = { ...from('203.0.113.22'), 'x-api-key': `made-up-${i}` };
+      const response = await fetch(`${gateway.url}/shared`, { headers });
       statuses.push(response.status);
       if (response.status === 429) {
         expect(response.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
@@ -211,28 +230,23 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     }
     expect(statuses).toEqual([200, 200, 200, 200, 429, 429, 429, 429, 429, 429]);
     expect(upstream.seen.length - before).toBe(4);
-    const metrics = await (await fetch(`${a.url}/metrics`)).text();
+    const metrics = await (await fetch(`${a.admin}/metrics`)).text();
     expect(metric(metrics, 'floodgate_decisions_total', { route: 'default', outcome: 'denied' })).toBe(3);
     expect(metrics).toContain(
       'floodgate_store_latency_seconds_bucket{store="redis",operation="check",le="+Inf"}',
     );
   });
 
-  it('inspect and reset find the gateway’s keys by API key or client address', async () => {
+  it('inspect and reset find the gateway’s keys by client address', async () => {
     const common = ['--redis', redis.url, '--limit', '4/1m', '--json'];
-    const [byKey, byIp] = await Promise.all([
-      runCli(['inspect', '--api-key', 'shared-key', ...common]),
-      runCli(['inspect', '--ip', '127.0.0.1', ...common]),
-    ]);
-    expect(byKey.stderr).toBe('');
-    const inspected = JSON.parse(byKey.stdout);
-    expect(inspected.key).toMatch(/^key:[\w-]{43}$/);
-    expect(byKey.stdout).not.toContain('shared-key');
+    const byIp = await runCli(['inspect', '--ip', '203.0.113.22', ...common]);
+    expect(byIp.stderr).toBe('');
+    const inspected = JSON.parse(byIp.stdout);
+    expect(inspected.key).toBe('ip:203.0.113.22');
     expect(inspected.rules[0]).toMatchObject({ allowed: false, remaining: 0 });
-    expect(JSON.parse(byIp.stdout).key).toBe('ip:127.0.0.1');
     const redisKey = inspected.rules[0].redisKeys[0].key as string;
     expect(await rawCommand(redis.port, `EXISTS ${redisKey}`)).toBe(':1');
-    const reset = await runCli(['reset', '--api-key', 'shared-key', '--redis', redis.url, '--limit', '4/1m']);
+    const reset = await runCli(['reset', '--ip', '203.0.113.22', '--redis', redis.url, '--limit', '4/1m']);
     expect(reset.code).toBe(0);
     expect(reset.stdout).toContain('1 Redis key deleted');
     // The store forgot the key. (Gateways that denied it answer from their deny cache until the
@@ -240,10 +254,18 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     expect(await rawCommand(redis.port, `EXISTS ${redisKey}`)).toBe(':0');
   });
 
-  it('answers /healthz and reports the store', async () => {
-    const response = await fetch(`${a.url}/healthz`);
+  it('answers /healthz and /metrics on the admin listener only; the public port forwards them', async () => {
+    const response = await fetch(`${a.admin}/healthz`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: 'ok', store: redis.url });
+    expect(new URL(a.admin).hostname).toBe('127.0.0.1');
+    for (const path of ['/healthz', '/metrics']) {
+      const forwarded = await fetch(`${a.url}${path}`, { headers: from('203.0.113.23') });
+      expect(forwarded.status).toBe(200);
+      expect(((await forwarded.json()) as { url: string }).url).toBe(`/base${path}`);
+    }
+    expect((await fetch(`${a.admin}/anything`)).status).toBe(404);
+    expect((await fetch(`${a.admin}/metrics`, { method: 'POST' })).status).toBe(405);
   });
 
   it('logs at start, and /healthz tells, that an allkeys-* maxmemory-policy may evict overrides', async () => {
@@ -260,7 +282,7 @@ describe('floodgate serve: reverse proxy on Redis', () => {
       started.push(gateway);
       const logged = await gateway.cli.waitForLog((line) => line.event === 'store_warning');
       expect(logged).toMatchObject({ level: 'warn', store: redis.url, code: 'maxmemory-policy' });
-      const health = (await (await fetch(`${gateway.url}/healthz`)).json()) as { warnings: string[] };
+      const health = (await (await fetch(`${gateway.admin}/healthz`)).json()) as { warnings: string[] };
       expect(health.warnings).toEqual([logged.message]);
       expect(health.warnings[0]).toContain('Redis maxmemory-policy is allkeys-lru');
     } finally {
@@ -270,12 +292,14 @@ describe('floodgate serve: reverse proxy on Redis', () => {
 });
 
 describe('floodgate serve: tiers, routes, costs and skip list from a YAML config', () => {
-  const get = (path: string, key?: string, method = 'GET') =>
-    fetch(`${tiers.url}${path}`, { method, headers: key ? { 'x-api-key': key } : {} });
+  const get = (path: string, key?: string, method = 'GET', ip = '198.51.100.1') =>
+    fetch(`${tiers.url}${path}`, { method, headers: { ...from(ip), ...(key ? { 'x-api-key': key } : {}) } });
 
   it('gives each plan its own limit: free (no key) 2 per minute, pro 5 per minute', async () => {
     const free = [];
     for (let i = 0; i < 3; i++) free.push((await get('/hello')).status);
+    // Invented keys are the free plan at the client's address: no fresh quota.
+    expect((await get('/hello', 'made-up-1')).status).toBe(429);
     expect(free).toEqual([200, 200, 429]);
     const pro = [];
     for (let i = 0; i < 6; i++) {
@@ -291,16 +315,16 @@ describe('floodgate serve: tiers, routes, costs and skip list from a YAML config
 
   it('charges a route its cost, adds a route’s own limit, and skips the skip list', async () => {
     const key = 'key-pro-1';
-    // A new key of the free plan for the cost test: an unknown API key falls to the default plan.
-    const costly = await get('/expensive', 'unknown-key-a', 'POST');
+    // Another client of the free plan for the cost test: an unknown API key counts as none.
+    const costly = await get('/expensive', 'unknown-key-a', 'POST', '198.51.100.2');
     expect(costly.status).toBe(200);
     expect(upstream.seen.at(-1)?.url).toBe('/base/expensive');
     expect(costly.headers.get('ratelimit-remaining')).toBe('0');
-    expect((await get('/expensive', 'unknown-key-a', 'POST')).status).toBe(429);
+    expect((await get('/expensive', 'unknown-key-b', 'POST', '198.51.100.2')).status).toBe(429);
     // search: its own 1/min on top of the plan's limit.
-    const search1 = await get('/search/cats', 'unknown-key-b');
+    const search1 = await get('/search/cats', 'unknown-key-b', 'GET', '198.51.100.3');
     expect(search1.status).toBe(200);
-    const search2 = await get('/search/dogs', 'unknown-key-b');
+    const search2 = await get('/search/dogs', 'unknown-key-b', 'GET', '198.51.100.3');
     expect(search2.status).toBe(429);
     // The skip list: no limit, no headers, even for a key that is over its limit.
     for (let i = 0; i < 3; i++) {
@@ -308,7 +332,7 @@ describe('floodgate serve: tiers, routes, costs and skip list from a YAML config
       expect(response.status).toBe(200);
       expect(response.headers.get('ratelimit-limit')).toBeNull();
     }
-    const metrics = await (await fetch(`${tiers.url}/metrics`)).text();
+    const metrics = await (await fetch(`${tiers.admin}/metrics`)).text();
     expect(
       metric(metrics, 'floodgate_decisions_total', { route: 'search', plan: 'free', outcome: 'denied' }),
     ).toBe(1);
@@ -327,7 +351,7 @@ describe('floodgate serve: tiers, routes, costs and skip list from a YAML config
     expect(text).not.toContain('key-pro-1');
     expect(text).not.toContain('unknown-key');
     const denied = tiers.cli.logs.find((line) => line.event === 'request' && line.status === 429);
-    expect(denied).toMatchObject({ method: 'GET', allowed: false, plan: 'free', ip: '127.0.0.1' });
+    expect(denied).toMatchObject({ method: 'GET', allowed: false, plan: 'free', ip: '198.51.100.1' });
   });
 });
 
@@ -375,7 +399,7 @@ describe('floodgate serve: reload and shutdown', () => {
     expect(first.headers['ratelimit-limit']).toBe('2');
 
     // A request in flight across the reload.
-    const inFlight = rawRequest(`${gateway.url}/hold/1`, { headers: { 'x-api-key': 'held' } });
+    const inFlight = rawRequest(`${gateway.url}/hold/1`);
     await upstream.held();
     await writeFile(
       config,
@@ -383,11 +407,11 @@ describe('floodgate serve: reload and shutdown', () => {
     );
     gateway.cli.process.kill('SIGHUP');
     await gateway.cli.waitForLog((line) => line.event === 'reloaded');
-    // Same keep-alive connection, new limit; the memory store kept the count (1 of 5 used).
+    // Same keep-alive connection, new limit; the memory store kept the count (/a and /hold/1).
     const after = await rawRequest(`${gateway.url}/a`, { agent });
     expect(after.reusedSocket).toBe(true);
     expect(after.headers['ratelimit-limit']).toBe('5');
-    expect(after.headers['ratelimit-remaining']).toBe('3');
+    expect(after.headers['ratelimit-remaining']).toBe('2');
 
     // A broken config is refused; the running one stays.
     await writeFile(config, '{ "rules": ["5/soon"] }');
@@ -411,17 +435,20 @@ describe('floodgate serve: reload and shutdown', () => {
 
   it('answers 502 when the upstream is down, and follows onStoreError when Redis is gone', async () => {
     await upstream.close();
-    const down = await fetch(`${a.url}/anything`, { headers: { 'x-api-key': 'upstream-down' } });
+    const down = await fetch(`${a.url}/anything`, { headers: from('203.0.113.30') });
     expect(down.status).toBe(502);
     expect(((await down.json()) as { title: string }).title).toBe('Bad Gateway');
 
     await redis.stop();
     // Fail open (the default): the request is allowed, flagged degraded, and the upstream is still down.
-    const degraded = await fetch(`${b.url}/anything`, { headers: { 'x-api-key': 'redis-down' } });
+    const degraded = await fetch(`${b.url}/anything`, { headers: from('203.0.113.31') });
     expect(degraded.status).toBe(502);
-    const health = await fetch(`${b.url}/healthz`);
+    const health = await fetch(`${b.admin}/healthz`);
     expect(health.status).toBe(503);
-    const metrics = await (await fetch(`${b.url}/metrics`)).text();
+    // The reason goes to the log, never into the body.
+    expect(await health.json()).toEqual({ status: 'unavailable', store: redis.url });
+    await b.cli.waitForLog((line) => line.event === 'healthz_failed' && typeof line.error === 'string');
+    const metrics = await (await fetch(`${b.admin}/metrics`)).text();
     expect(metric(metrics, 'floodgate_degraded_decisions_total', {})).toBeGreaterThan(0);
     expect(metric(metrics, 'floodgate_upstream_errors_total', { reason: 'unavailable' })).toBe(1);
   });

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createFetchGuard } from '../../src/http/fetch.js';
+import { apiKeyOrAddress, createFetchGuard } from '../../src/http/fetch.js';
 import { memoryStore, redisStore } from '../../src/index.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { integerField, listField, retryAfter } from './support/client.js';
@@ -54,11 +54,15 @@ describe('fetch guard on Request objects', () => {
   });
 
   it('shares one bucket among requests whose address is unknown', async () => {
-    const guard = createFetchGuard({ rules });
+    const guard = createFetchGuard({
+      rules,
+      key: apiKeyOrAddress({ header: 'x-api-key', known: (key) => key === 'known-client' }),
+    });
     expect(await guard(request())).toBeNull();
     expect(await guard(request({ 'x-forwarded-for': '203.0.113.1' }))).toBeNull();
     expect((await guard(request({ 'x-forwarded-for': '203.0.113.2' })))?.status).toBe(429);
     expect(await guard(request({ 'x-api-key': 'known-client' }))).toBeNull();
+    expect((await guard(request({ 'x-api-key': 'unknown-client' })))?.status).toBe(429);
   });
 
   it('reads the address from the ip option (e.g. a CDN header) and trusts proxies as told', async () => {

@@ -9,7 +9,14 @@ import {
   writeRateLimitHeaders,
 } from '../../src/http/headers.js';
 import { quotaExceededProblem } from '../../src/http/problem.js';
-import { createLimiter, type Decision, memoryStore, type RuleOptions, type Store } from '../../src/index.js';
+import {
+  createLimiter,
+  type Decision,
+  memoryStore,
+  type RuleDecision,
+  type RuleOptions,
+  type Store,
+} from '../../src/index.js';
 
 function mapTarget(): HeaderTarget & { fields: Map<string, string> } {
   const fields = new Map<string, string>();
@@ -53,14 +60,22 @@ function checkHeaders(decision: Decision): void {
     expect(reset).toBeGreaterThanOrEqual(0);
     expect(reset).toBeLessThanOrEqual(windowOf(decision.windowMs));
   }
+  // Policies announce the sustained rate; a capacity that differs is the `burst` parameter.
+  const burstOf = (view: RuleDecision) => (view.quota === undefined ? {} : { burst: view.limit });
   expect(list(field('ratelimit-policy'))).toEqual(
-    views.map((view) => ({ name: view.limit, params: { w: windowOf(view.windowMs) } })),
+    views.map((view) => ({
+      name: view.quota ?? view.limit,
+      params: { w: windowOf(view.windowMs), ...burstOf(view) },
+    })),
   );
   // draft-10: one item per rule.
   const policies = list(structured.get('ratelimit-policy'));
   const limits = list(structured.get('ratelimit'));
   expect(policies).toEqual(
-    views.map((view) => ({ name: view.rule, params: { q: view.limit, w: windowOf(view.windowMs) } })),
+    views.map((view) => ({
+      name: view.rule,
+      params: { q: view.quota ?? view.limit, w: windowOf(view.windowMs), ...burstOf(view) },
+    })),
   );
   expect(limits.map((item) => [item.name, item.params.r])).toEqual(views.map((v) => [v.rule, v.remaining]));
   for (const [index, item] of limits.entries()) {
@@ -140,6 +155,30 @@ describe('rate-limit headers of real decisions', () => {
       ),
       { numRuns: 100 },
     );
+  });
+
+  it('regression: RateLimit-Policy announces the sustained rate and the burst as a burst parameter', async () => {
+    const limiter = createLimiter({
+      rules: [
+        { name: 'hourly', algorithm: 'gcra', limit: 5000, window: '1h', burst: 200 },
+        { name: 'small', algorithm: 'token-bucket', limit: 100, window: '1m', burst: 10 },
+        { name: 'plain', algorithm: 'token-bucket', limit: 7, window: '1m' },
+      ],
+    });
+    const decision = await limiter.check('k', { cost: 3 });
+    const draft6 = Object.fromEntries(rateLimitHeaders(decision, ['draft-6']));
+    expect(draft6['RateLimit-Policy']).toBe('5000;w=3600;burst=200, 100;w=60;burst=10, 7;w=60');
+    // Remaining counts against what can be taken at once: what is really left.
+    expect(draft6['RateLimit-Remaining']).toBe('4');
+    expect(draft6['RateLimit-Limit']).toBe('7');
+    const draft10 = Object.fromEntries(rateLimitHeaders(decision, ['draft-10']));
+    expect(draft10['RateLimit-Policy']).toBe(
+      '"hourly";q=5000;w=3600;burst=200, "small";q=100;w=60;burst=10, "plain";q=7;w=60',
+    );
+    expect(draft10.RateLimit).toMatch(/^"hourly";r=197;t=\d+, "small";r=7;t=\d+, "plain";r=4;t=\d+$/);
+    // A strict RFC 9651 parser reads both.
+    expect(parseList(draft6['RateLimit-Policy'] as string)[0]?.[1].get('burst')).toBe(200);
+    expect(parseList(draft10['RateLimit-Policy'] as string)[1]?.[1].get('burst')).toBe(10);
   });
 
   it('rounds sub-second windows up to w=1 and keeps Reset within it', async () => {

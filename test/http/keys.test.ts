@@ -9,6 +9,7 @@ import {
   MAX_API_KEY_LENGTH,
   UNKNOWN_CLIENT,
 } from '../../src/http/keys.js';
+import { apiKeyOrAddress, KNOWN_KEY_RESOLVER } from '../../src/http/known-key.js';
 import { clientAddress, parseTrustProxy } from '../../src/http/proxy.js';
 
 describe('client addresses', () => {
@@ -93,6 +94,53 @@ describe('API keys', () => {
     expect(defaultKey('a, b', '2001:db8::5', DEFAULT_KEY_POLICY)).toBe('ip:2001:db8::/64');
     // An address can never look like an API key's digest, nor the reverse.
     expect(defaultKey('ip:203.0.113.1', '198.51.100.1', DEFAULT_KEY_POLICY)).toMatch(/^key:/);
+  });
+});
+
+describe('apiKeyOrAddress', () => {
+  const policy = { ...DEFAULT_KEY_POLICY, apiKeySecret: Buffer.from('pepper') };
+
+  it('keys by a known key (hashed with the secret), else by the address exactly as without a key', async () => {
+    const key = apiKeyOrAddress({ header: 'X-Api-Key', known: (value) => value === 'sk_known' });
+    const { header, resolve } = key[KNOWN_KEY_RESOLVER];
+    expect(header).toBe('x-api-key');
+    expect(resolve('sk_known', '203.0.113.1', policy)).toBe(hashApiKey('sk_known', policy.apiKeySecret));
+    expect(resolve('sk_invented', '203.0.113.1', policy)).toBe('ip:203.0.113.1');
+    expect(resolve('a, b', '2001:db8::5', policy)).toBe('ip:2001:db8::/64');
+    expect(resolve(undefined, undefined, policy)).toBe(UNKNOWN_CLIENT);
+    const lookedUp = apiKeyOrAddress({
+      header: 'authorization',
+      known: async (value) => value === 'sk_known',
+    });
+    expect(await lookedUp[KNOWN_KEY_RESOLVER].resolve('sk_known', '203.0.113.1', policy)).toMatch(/^key:/);
+    // Only `true` counts: a truthy non-boolean is not an answer.
+    const sloppy = apiKeyOrAddress({ header: 'x-api-key', known: () => 'yes' as unknown as boolean });
+    expect(await sloppy[KNOWN_KEY_RESOLVER].resolve('sk_known', '203.0.113.1', policy)).toBe(
+      'ip:203.0.113.1',
+    );
+  });
+
+  it('called directly, reads the request’s headers and address', () => {
+    const key = apiKeyOrAddress({ header: 'x-api-key', known: (value) => value === 'sk_known' });
+    expect(key({ headers: { 'x-api-key': 'sk_known' }, ip: '203.0.113.1' })).toBe(
+      hashApiKey('sk_known', undefined),
+    );
+    expect(key({ headers: { 'x-api-key': 'nope' }, socket: { remoteAddress: '203.0.113.2' } })).toBe(
+      'ip:203.0.113.2',
+    );
+    expect(key({ headers: new Headers({ 'x-api-key': 'sk_known' }) })).toBe(
+      hashApiKey('sk_known', undefined),
+    );
+  });
+
+  it('rejects bad options naming the option and what it accepts', () => {
+    expect(() => apiKeyOrAddress({ header: 'bad header', known: () => true })).toThrow(
+      `apiKeyOrAddress header: "bad header" must be a header name such as 'x-api-key'`,
+    );
+    expect(() => apiKeyOrAddress({ header: 'x-api-key', known: new Set() as never })).toThrow(
+      /apiKeyOrAddress known: expected a function \(key\) => boolean/,
+    );
+    expect(() => apiKeyOrAddress(undefined as never)).toThrow(/expected options \{ header, known \}/);
   });
 });
 

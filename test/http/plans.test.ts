@@ -4,8 +4,8 @@ import express from 'express';
 import Fastify from 'fastify';
 import { parseList } from 'structured-headers';
 import { afterAll, describe, expect, it } from 'vitest';
-import { rateLimit } from '../../src/http/express.js';
-import { floodgate } from '../../src/http/fastify.js';
+import { apiKeyOrAddress as expressKey, rateLimit } from '../../src/http/express.js';
+import { apiKeyOrAddress as fastifyKey, floodgate } from '../../src/http/fastify.js';
 import { createLimiter } from '../../src/index.js';
 
 const plans = {
@@ -13,6 +13,7 @@ const plans = {
   pro: [{ name: 'minute', algorithm: 'fixed-window', limit: 3, window: '1h' }],
 } as const;
 const planOf = (header: unknown) => (header === 'pro' ? 'pro' : undefined);
+const tenantKeys = { header: 'x-api-key', known: (key: string) => key.startsWith('tenant-') };
 const closers: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const close of closers) await close();
@@ -36,7 +37,14 @@ describe.each(['express', 'fastify'])('%s: plan(req)', (framework) => {
     let url: string;
     if (framework === 'express') {
       const app = express();
-      app.use(rateLimit({ limiter, plan: (req) => planOf(req.headers['x-plan']), headers: 'draft-10' }));
+      app.use(
+        rateLimit({
+          limiter,
+          key: expressKey(tenantKeys),
+          plan: (req) => planOf(req.headers['x-plan']),
+          headers: 'draft-10',
+        }),
+      );
       app.get('/', (_req, res) => {
         res.send('ok');
       });
@@ -48,6 +56,7 @@ describe.each(['express', 'fastify'])('%s: plan(req)', (framework) => {
       const app = Fastify();
       await app.register(floodgate, {
         limiter,
+        key: fastifyKey(tenantKeys),
         plan: async (request) => planOf(request.headers['x-plan']),
         headers: 'draft-10',
       });

@@ -162,6 +162,21 @@ function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.Pro
     raw[field] = field === 'apiKeyHeader' && value === 'false' ? false : value;
     labels[field] = `--${flag}`;
   }
+  const adminHost = stringOption(parsed, 'admin-host');
+  const adminPort = stringOption(parsed, 'admin-port');
+  if (adminHost !== undefined || adminPort !== undefined) {
+    const admin: Fields =
+      typeof raw.admin === 'object' && raw.admin !== null ? { ...(raw.admin as Fields) } : {};
+    if (adminHost !== undefined) {
+      admin.host = adminHost;
+      labels['admin.host'] = '--admin-host';
+    }
+    if (adminPort !== undefined) {
+      admin.port = /^\d+$/.test(adminPort) ? Number(adminPort) : adminPort;
+      labels['admin.port'] = '--admin-port';
+    }
+    raw.admin = admin;
+  }
   const port = stringOption(parsed, 'port');
   if (port !== undefined) {
     raw.port = /^\d+$/.test(port) ? Number(port) : port;

@@ -18,6 +18,8 @@ export interface Tiers {
   readonly header: string;
   /** SHA-256 (hex) of a header value → plan; without it, the header's value is the plan name. */
   readonly keys: ReadonlyMap<string, string> | undefined;
+  /** `'keys'`: plans of listed API keys; `'header'`: any client names its own plan (declared explicitly). */
+  readonly trust: 'keys' | 'header';
   readonly default: string;
 }
 
@@ -47,7 +49,7 @@ export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions
 }
 
 export function parseTiers(value: unknown, plans: ReadonlyMap<string, unknown>): Tiers {
-  const fields = objectAt(value, 'tiers', ['header', 'keys', 'default']);
+  const fields = objectAt(value, 'tiers', ['header', 'keys', 'default', 'trust']);
   const header = stringAt(fields.header, 'tiers.header', HEADER_NAME, 'is not a header name').toLowerCase();
   const planNames = [...plans.keys()];
   const fallback = oneOf(fields.default, 'tiers.default', planNames);
@@ -63,7 +65,17 @@ export function parseTiers(value: unknown, plans: ReadonlyMap<string, unknown>):
       keys.set(digest, plan as string);
     }
   }
-  return { header, keys, default: fallback };
+  if (fields.trust !== undefined) oneOf(fields.trust, 'tiers.trust', ['header']);
+  if (keys === undefined && fields.trust === undefined) {
+    fail(
+      'tiers',
+      `without keys, any client picks its plan by sending ${header}: <plan>; list the API keys in tiers.keys, or declare trust: header if that is intended`,
+    );
+  }
+  if (keys !== undefined && fields.trust !== undefined) {
+    fail('tiers.trust', 'header is for tiers without keys; with tiers.keys only listed keys choose a plan');
+  }
+  return { header, keys, default: fallback, trust: keys === undefined ? 'header' : 'keys' };
 }
 
 /** SHA-256 hex, how API keys are compared with `tiers.keys` without keeping them in clear. */

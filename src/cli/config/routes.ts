@@ -1,6 +1,7 @@
 /**
  * Routes and the skip list: a method list and a Fastify path pattern each, with their own rules,
- * cost or exemption. Two entries may not claim the same method and path.
+ * cost or exemption. Two entries may not claim the same method and path. Patterns match the
+ * normalized request path, without regard to case unless a route says `caseSensitive: true`.
  */
 import { type RuleOptions, resolveRules } from '../../rules.js';
 import {
@@ -19,8 +20,6 @@ import { NAME, NAME_HINT, parseRuleList } from './rules.js';
 
 /** The methods a route may name; `*` (the default) means all of them. */
 export const METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
-/** Paths the gateway answers itself. */
-export const RESERVED_PATHS = ['/metrics', '/healthz'];
 
 export interface RouteSpec {
   /** Where it was defined, for messages: `routes[2]` or `skip[0]`. */
@@ -30,6 +29,8 @@ export interface RouteSpec {
   readonly methods: readonly string[];
   /** A Fastify path pattern: `/v1/users/:id`, `/files/*`. */
   readonly path: string;
+  /** Whether letters must match in case too (default: no, `/LOGIN` is `/login`). */
+  readonly caseSensitive: boolean;
   readonly cost: number;
   readonly skip: boolean;
   /** Rules per plan for this route (the plan's own rules included unless `inherit: false`). */
@@ -43,13 +44,11 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
   const usedNames = new Set<string>();
   const claim = (route: RouteSpec) => {
     for (const method of route.methods) {
-      const id = `${method} ${route.path}`;
+      const id = `${method} ${route.caseSensitive ? route.path : route.path.toLowerCase()}`;
       const previous = seen.get(id);
       if (previous !== undefined) fail(route.where, `${id} is also defined by ${previous}`);
       seen.set(id, route.where);
     }
-    if (RESERVED_PATHS.includes(route.path))
-      fail(`${route.where}.path`, `${route.path} is answered by the gateway itself`);
     routes.push(route);
   };
 
@@ -69,6 +68,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       'rules',
       'plans',
       'inherit',
+      'caseSensitive',
     ]);
     const path = parsePath(fields.path, `${where}.path`);
     const methods = parseMethods(fields.method, `${where}.method`);
@@ -78,6 +78,8 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
         : stringAt(fields.name, `${where}.name`, NAME, NAME_HINT);
     usedNames.add(name);
     const skip = fields.skip === undefined ? false : booleanAt(fields.skip, `${where}.skip`);
+    const caseSensitive =
+      fields.caseSensitive === undefined ? false : booleanAt(fields.caseSensitive, `${where}.caseSensitive`);
     const cost =
       fields.cost === undefined ? 1 : integerAt(fields.cost, `${where}.cost`, 1, Number.MAX_SAFE_INTEGER);
     const ownFields = ['limit', 'window', 'algorithm', 'burst', 'rules', 'plans', 'inherit', 'cost'].filter(
@@ -118,7 +120,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       core(() => resolveRules(combined, plans.size > 1 ? `${where} (plan ${plan})` : where));
       perPlan.set(plan, combined);
     }
-    claim({ where, name, methods, path, cost, skip, rules: skip ? new Map() : perPlan });
+    claim({ where, name, methods, path, caseSensitive, cost, skip, rules: skip ? new Map() : perPlan });
   }
 
   const skips = raw.skip === undefined ? [] : arrayAt(raw.skip, 'skip');
@@ -135,7 +137,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
     const path = parsePath(match[2], where);
     const name = uniqueName(`skip-${defaultRouteName(methods, path)}`, usedNames);
     usedNames.add(name);
-    claim({ where, name, methods, path, cost: 1, skip: true, rules: new Map() });
+    claim({ where, name, methods, path, caseSensitive: false, cost: 1, skip: true, rules: new Map() });
   }
   return routes;
 }

@@ -4,11 +4,13 @@
  * names the field (`routes[2].limit: ...`), or the flag that set it.
  */
 import { HEADER_STYLES, type HeaderStyle } from '../../http/headers.js';
+import { parseTrustProxy as checkTrustProxy } from '../../http/proxy.js';
 import type { RuleOptions } from '../../rules.js';
 import { parseNode, type RedisTarget, redactUrl } from '../redis.js';
 import {
   arrayAt,
   ConfigError,
+  core,
   durationAt,
   fail,
   HEADER_NAME,
@@ -22,7 +24,7 @@ import { parsePlans, parseTiers, type Tiers } from './plans.js';
 import { parseRoutes, type RouteSpec } from './routes.js';
 
 export { DEFAULT_PLAN, sha256Hex, type Tiers } from './plans.js';
-export { METHODS, RESERVED_PATHS, type RouteSpec } from './routes.js';
+export { METHODS, type RouteSpec } from './routes.js';
 
 export type { HeaderStyle };
 
@@ -38,8 +40,13 @@ export interface GatewayConfig {
   readonly onStoreError: 'open' | 'closed';
   readonly headers: HeaderStyle | false | readonly HeaderStyle[];
   readonly trustProxy: boolean | number | string;
-  /** Header the default key reads API keys from, or false to key by client address only. */
+  /**
+   * The header API keys are read from: the tier header when `tiers.keys` lists keys (only those
+   * count as API keys), or false to key every request by its client address.
+   */
   readonly apiKeyHeader: string | false;
+  /** The admin listener (/metrics, /healthz), or undefined when turned off (`--admin-port 0`). */
+  readonly admin: { readonly host: string; readonly port: number } | undefined;
   readonly tiers: Tiers | undefined;
   /** Plan name → rules; a single `default` plan without tiers. */
   readonly plans: ReadonlyMap<string, readonly RuleOptions[]>;
@@ -66,7 +73,11 @@ const TOP_FIELDS = [
   'routes',
   'skip',
   'shutdownTimeout',
+  'admin',
 ];
+
+/** The admin listener's defaults: loopback, and a port of its own. */
+export const DEFAULT_ADMIN = { host: '127.0.0.1', port: 9477 } as const;
 /** Validates a raw configuration object (from a file and flags) into a GatewayConfig. */
 export function parseGatewayConfig(input: unknown, labels: Labels = {}): GatewayConfig {
   const raw = objectAt(input ?? {}, '', TOP_FIELDS);
@@ -115,6 +126,11 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
   const tiers = raw.tiers === undefined ? undefined : parseTiers(raw.tiers, plans);
 
   const routes = parseRoutes(raw, plans);
+  const admin = raw.admin === undefined ? {} : objectAt(raw.admin, at('admin'), ['host', 'port']);
+  const adminPort =
+    admin.port === undefined
+      ? DEFAULT_ADMIN.port
+      : integerAt(admin.port, labels['admin.port'] ?? 'admin.port', 0, 65535);
 
   return {
     host: raw.host === undefined ? '127.0.0.1' : stringAt(raw.host, at('host')),
@@ -142,12 +158,17 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
         : oneOf(raw.onStoreError, at('onStoreError'), ['open', 'closed']),
     headers: parseHeaders(raw.headers, at('headers')),
     trustProxy: parseTrustProxy(raw.trustProxy, at('trustProxy')),
-    apiKeyHeader:
-      raw.apiKeyHeader === undefined
-        ? 'x-api-key'
-        : raw.apiKeyHeader === false
-          ? false
-          : stringAt(raw.apiKeyHeader, at('apiKeyHeader'), HEADER_NAME, 'is not a header name').toLowerCase(),
+    apiKeyHeader: parseApiKeyHeader(raw.apiKeyHeader, at('apiKeyHeader'), tiers),
+    admin:
+      adminPort === 0
+        ? undefined
+        : {
+            host:
+              admin.host === undefined
+                ? DEFAULT_ADMIN.host
+                : stringAt(admin.host, labels['admin.host'] ?? 'admin.host'),
+            port: adminPort,
+          },
     tiers,
     plans,
     routes,
@@ -191,7 +212,31 @@ function parseTrustProxy(value: unknown, path: string): boolean | number | strin
   if (value === undefined) return false;
   if (typeof value === 'boolean') return value;
   if (typeof value === 'number') return integerAt(value, path, 0, 100);
-  if (typeof value === 'string' && value.length > 0) return value;
-  if (Array.isArray(value)) return value.map((item, i) => stringAt(item, `${path}[${i}]`)).join(',');
-  return fail(path, 'expected true, false, a hop count, or addresses/CIDRs of trusted proxies');
+  let list: string[];
+  if (typeof value === 'string' && value.length > 0) list = value.split(',').map((item) => item.trim());
+  else if (Array.isArray(value)) list = value.map((item, i) => stringAt(item, `${path}[${i}]`));
+  else return fail(path, 'expected true, false, a hop count, or addresses/CIDRs of trusted proxies');
+  // The same validation the HTTP guards use: what Fastify would refuse at start is refused here.
+  core(() => checkTrustProxy(list, path));
+  return list.join(',');
+}
+
+/**
+ * `apiKeyHeader`: false, or (with `tiers.keys`) the tier header, which is where the listed keys
+ * are read. API keys that no tier lists never become limiter keys, so no other header is useful.
+ */
+function parseApiKeyHeader(value: unknown, path: string, tiers: Tiers | undefined): string | false {
+  if (value === false) return false;
+  const header =
+    value === undefined
+      ? undefined
+      : stringAt(value, path, HEADER_NAME, 'is not a header name').toLowerCase();
+  if (tiers?.keys === undefined) return header ?? 'x-api-key';
+  if (header !== undefined && header !== tiers.header) {
+    fail(
+      path,
+      `'${header}' is not tiers.header '${tiers.header}': API keys count only when tiers.keys lists them, read from tiers.header; drop ${path} or set it to false`,
+    );
+  }
+  return tiers.header;
 }

@@ -21,8 +21,9 @@ import { ConfigError } from '../config/check.js';
 import { loadConfig, STORE_FLAGS, STORE_FLAGS_HELP } from '../config/load.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
-import { describeConfig, summary } from './describe.js';
-import { buildGateway, type Gateway } from './gateway.js';
+import { type AdminListener, startAdmin } from './admin.js';
+import { configWarnings, describeConfig, summary } from './describe.js';
+import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.js';
 import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
 import { openStore, type StoreHandle, sameTarget } from './store.js';
@@ -31,23 +32,29 @@ export const SERVE_HELP = `Usage: floodgate serve [options]
 
 Runs a rate-limiting HTTP gateway. Allowed requests are forwarded to --upstream (a streaming
 reverse proxy); limited ones get 429 with the standard headers. Without --upstream it serves a
-small demo API. Also answers GET /metrics (Prometheus) and GET /healthz.
+small demo API. Every path of the public port is forwarded; GET /metrics (Prometheus) and
+GET /healthz are answered on a separate admin listener. Requests are counted under the client
+address, and under an API key only when the config's tiers.keys lists it. Routes, skips and
+costs match the normalized path (escapes, //, ., .. and case resolved); a path that cannot be
+normalized gets 400.
 
 Options:
   --upstream URL            forward allowed requests to this http:// service (default: demo API)
   --host HOST               address to listen on (default 127.0.0.1)
   --port PORT               port to listen on (default 8080; 0 picks a free one)
+  --admin-host HOST         address of the admin listener (/metrics, /healthz; default 127.0.0.1)
+  --admin-port PORT         port of the admin listener (default 9477; 0 turns it off)
 ${STORE_FLAGS_HELP}
   --headers STYLE           draft-6 (default), draft-10, legacy, a comma list, or false
   --trust-proxy VALUE       trust X-Forwarded-For from: true, a hop count, or addresses/CIDRs
-  --api-key-header NAME     header holding API keys, part of the limiter key (default x-api-key;
-                            false keys by client address only)
+  --api-key-header NAME     header of the API keys listed in tiers.keys (it must be tiers.header);
+                            false keys every request by its client address
   --on-store-error POLICY   open (default: allow) or closed (deny) when the store fails
   --store-timeout DURATION  longest wait for the store per check (default 100ms)
   --upstream-timeout DUR    longest wait for the upstream (default 30s)
   --shutdown-timeout DUR    longest wait for in-flight requests on SIGTERM (default 10s)
   --log-level LEVEL         debug, info (default: one line per request), warn or error
-  --check                   validate the configuration, print it, and exit
+  --check                   validate the configuration as start would, print it, and exit
   -h, --help                show this help
 
 Environment: REDIS_URL (store), FLOODGATE_API_KEY_SECRET (HMAC secret for API keys in limiter keys).
@@ -60,6 +67,8 @@ const OPTIONS = {
   upstream: { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
+  'admin-host': { type: 'string' },
+  'admin-port': { type: 'string' },
   headers: { type: 'string' },
   'trust-proxy': { type: 'string' },
   'api-key-header': { type: 'string' },
@@ -83,13 +92,40 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   }
   const config = await loadConfig(parsed);
   if (parsed.values.check === true) {
-    process.stdout.write(`${describeConfig(config)}\nconfiguration ok\n`);
+    await checkGateway(parsed, config);
+    const warnings = configWarnings(config).map((line) => `${line}\n`);
+    process.stdout.write(`${describeConfig(config)}\n${warnings.join('')}configuration ok\n`);
     return EXIT_OK;
   }
   const logger = createLogger(process.stdout, level as LogLevel);
+  for (const warning of configWarnings(config)) logger.warn('config_warning', { detail: warning });
   const metrics = gatewayMetrics();
   const running = await start(parsed, config, { logger, metrics });
   return running.done;
+}
+
+/**
+ * Builds a gateway generation; a config mistake found while building (a route pattern the
+ * router refuses) names the config file, as the config's own errors do.
+ */
+async function buildNamed(parsed: Parsed, parts: GatewayParts): Promise<Gateway> {
+  try {
+    return await buildGateway(parts);
+  } catch (error) {
+    const file = stringOption(parsed, 'config');
+    if (error instanceof ConfigError && file !== undefined)
+      throw new ConfigError(`${file}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** `--check`: builds the gateway as start would (on a memory store, listening nowhere), then drops it. */
+async function checkGateway(parsed: Parsed, config: GatewayConfig): Promise<void> {
+  const logger = createLogger(process.stderr, 'error');
+  const metrics = gatewayMetrics();
+  const store = await openStore(undefined, logger, metrics);
+  const gateway = await buildNamed(parsed, { config, store, logger, metrics });
+  await gateway.close();
 }
 
 interface Shared {
@@ -108,12 +144,25 @@ async function start(
   let store: StoreHandle = await openStore(config.redis, logger, metrics);
   let gateway: Gateway;
   try {
-    gateway = await buildGateway({ config, store, ...shared, ...(apiKeySecret ? { apiKeySecret } : {}) });
+    gateway = await buildNamed(parsed, {
+      config,
+      store,
+      ...shared,
+      ...(apiKeySecret ? { apiKeySecret } : {}),
+    });
   } catch (error) {
     await store.close();
-    const file = stringOption(parsed, 'config');
-    if (error instanceof ConfigError && file !== undefined)
-      throw new ConfigError(`${file}: ${error.message}`);
+    throw error;
+  }
+  let admin: AdminListener | undefined;
+  try {
+    admin =
+      config.admin === undefined
+        ? undefined
+        : await startAdmin({ ...config.admin, logger, metrics, store: () => store });
+  } catch (error) {
+    await gateway.close();
+    await store.close();
     throw error;
   }
 
@@ -131,6 +180,7 @@ async function start(
     await once(server, 'listening');
   } catch (error) {
     await gateway.close();
+    await admin?.close();
     await store.close();
     throw new RuntimeFailure(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
@@ -139,6 +189,7 @@ async function start(
   logger.info('listening', {
     url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
     upstream: config.upstream === undefined ? 'demo' : redactUrl(config.upstream.href),
+    admin: admin?.url ?? 'off',
     store: store.label,
     ...summary(config),
   });
@@ -156,9 +207,14 @@ async function start(
       logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
       return;
     }
-    if (next.host !== config.host || next.port !== config.port) {
-      logger.warn('reload_listen_unchanged', { detail: 'host and port changes need a restart' });
+    if (
+      next.host !== config.host ||
+      next.port !== config.port ||
+      JSON.stringify(next.admin) !== JSON.stringify(config.admin)
+    ) {
+      logger.warn('reload_listen_unchanged', { detail: 'host, port and admin changes need a restart' });
     }
+    for (const warning of configWarnings(next)) logger.warn('config_warning', { detail: warning });
     const previousStore = store;
     let nextStore = store;
     try {
@@ -240,6 +296,7 @@ async function start(
     server.closeAllConnections();
     try {
       await Promise.all([gateway, ...retiring].map((generation) => generation.close()));
+      await admin?.close();
       await store.close();
     } catch (error) {
       logger.error('shutdown_error', { error });

@@ -30,17 +30,28 @@ export function ruleText(rule: {
   return `${rule.name ? `${rule.name}: ` : ''}${rule.algorithm} ${rule.limit}/${window}${rule.burst ? ` burst ${rule.burst}` : ''}`;
 }
 
+/** Risks the configuration accepts on purpose: printed by `serve --check`, logged at start. */
+export function configWarnings(config: GatewayConfig): string[] {
+  const tiers = config.tiers;
+  if (tiers?.trust !== 'header') return [];
+  return [
+    `warning: tiers.trust: header: any client picks its own plan by sending ${tiers.header}: <plan name>; list API keys in tiers.keys unless something before the gateway sets that header`,
+  ];
+}
+
 /** The resolved configuration, for `serve --check`. */
 export function describeConfig(config: GatewayConfig): string {
   const lines = [
     `listen      ${config.host}:${config.port}`,
+    `admin       ${config.admin === undefined ? 'off' : `${config.admin.host}:${config.admin.port} (/metrics, /healthz)`}`,
     `upstream    ${config.upstream === undefined ? 'demo API' : redactUrl(config.upstream.href)}`,
     `store       ${config.redis === undefined ? 'memory' : 'url' in config.redis ? redactUrl(config.redis.url) : `cluster ${config.redis.cluster.join(',')}`} (prefix ${config.prefix}, timeout ${formatDuration(config.storeTimeoutMs)}, on error: ${config.onStoreError})`,
     `headers     ${config.headers === false ? 'none' : [config.headers].flat().join(', ')}`,
+    `keys        ${config.tiers?.keys !== undefined && config.apiKeyHeader !== false ? `API keys listed in tiers.keys (header ${config.apiKeyHeader}), else the client address` : 'the client address'}`,
   ];
   if (config.tiers !== undefined) {
     lines.push(
-      `tiers       by header ${config.tiers.header}${config.tiers.keys ? ` (${config.tiers.keys.size} keys)` : ''}, default plan ${config.tiers.default}`,
+      `tiers       by header ${config.tiers.header}${config.tiers.keys ? ` (${config.tiers.keys.size} keys)` : ' (trust: header, any client picks its plan)'}, default plan ${config.tiers.default}`,
     );
   }
   for (const [plan, rules] of config.plans) {

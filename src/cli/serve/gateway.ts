@@ -18,8 +18,9 @@ import { createLimiterCache } from './limiters.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
 import { createProxy } from './proxy.js';
+import { pathCaseStrategy, prepareRouting, restoreUrl, routeMatching } from './routing.js';
 import type { StoreHandle } from './store.js';
-import { createPlanOf } from './tiers.js';
+import { createPlanOf, keyOption } from './tiers.js';
 
 export interface GatewayParts {
   config: GatewayConfig;
@@ -48,8 +49,12 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   const { config, metrics, logger } = parts;
   const fastify = await loadFastify();
   const planOf = createPlanOf(config);
+  const anyCaseSensitive = config.routes.some((route) => route.caseSensitive);
   const app: FastifyInstance = fastify({
     logger: false,
+    ...(anyCaseSensitive
+      ? { routerOptions: { constraints: { [pathCaseStrategy.name]: pathCaseStrategy } } }
+      : {}),
     trustProxy: config.trustProxy,
     exposeHeadRoutes: false,
     return503OnClosing: false,
@@ -74,12 +79,13 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
 
   app.addHook('onRequest', async (request) => {
     (request as FastifyRequest & { startedAt?: number }).startedAt = performance.now();
+    restoreUrl(request.raw);
   });
   app.addHook('onResponse', async (request, reply) => {
     const tag = tagOf(request);
     const decision = request.rateLimit;
     const started = (request as FastifyRequest & { startedAt?: number }).startedAt ?? performance.now();
-    const route = tag?.route ?? reservedName(request);
+    const route = tag?.route ?? 'unmatched';
     metrics.requests.inc({ route, status: String(reply.statusCode) });
     logger.info('request', {
       method: request.method,
@@ -107,36 +113,11 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     reply.code(status).type('application/problem+json').send({ type: 'about:blank', status, title });
   });
 
-  // Risks in the store's configuration (an allkeys-* maxmemory-policy): logged once, told by /healthz.
-  let storeWarnings: string[] = [];
-  parts.store.store.inspect?.().then((warnings) => {
-    storeWarnings = warnings.map((warning) => warning.message);
-    for (const warning of warnings) logger.warn('store_warning', { store: parts.store.label, ...warning });
-  });
-
-  app.get('/healthz', async (_request, reply) => {
-    try {
-      await parts.store.ping(1000);
-      return {
-        status: 'ok',
-        store: parts.store.label,
-        ...(storeWarnings.length > 0 ? { warnings: storeWarnings } : {}),
-      };
-    } catch (error) {
-      return reply
-        .code(503)
-        .send({ status: 'unavailable', store: parts.store.label, error: (error as Error).message });
-    }
-  });
-  app.get('/metrics', async (_request, reply) =>
-    reply.type('text/plain; version=0.0.4; charset=utf-8').send(metrics.registry.render()),
-  );
-
   const limiters = createLimiterCache(parts);
   const adapterOptions: FloodgateOptions = {
     global: false,
     headers: config.headers,
-    apiKeyHeader: config.apiKeyHeader,
+    ...keyOption(config),
     ...(parts.apiKeySecret !== undefined ? { apiKeySecret: parts.apiKeySecret } : {}),
     ...(planOf !== undefined ? { plan: (request: FastifyRequest) => planOf(request.raw) } : {}),
     onDecision: function countDecision(request: FastifyRequest, decision: Decision) {
@@ -159,7 +140,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
         : { limiter: limiters.get(route.rules), ...(route.cost !== 1 ? { cost: route.cost } : {}) };
       const options = {
         method: [...route.methods],
-        url: route.path,
+        ...routeMatching(route.path, route.caseSensitive, anyCaseSensitive),
         config: { rateLimit, gateway: { route: route.name } satisfies RouteTag },
         handler: handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
       } as RouteOptions;
@@ -177,6 +158,10 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   let waiters: (() => void)[] = [];
   return {
     handle(req, res) {
+      if (!prepareRouting(app, req, res, anyCaseSensitive)) {
+        metrics.requests.inc({ route: 'malformed', status: '400' });
+        return;
+      }
       inFlight++;
       metrics.inFlight.add(1);
       res.once('close', () => {
@@ -220,6 +205,7 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
       name: 'default',
       methods,
       path: CATCH_ALL,
+      caseSensitive: false,
       cost: 1,
       skip: false,
       rules: config.plans,
@@ -229,11 +215,6 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
 
 function tagOf(request: FastifyRequest): RouteTag | undefined {
   return (request.routeOptions.config as { gateway?: RouteTag } | undefined)?.gateway;
-}
-
-function reservedName(request: FastifyRequest): string {
-  const url = request.routeOptions.url;
-  return url === '/metrics' ? 'metrics' : url === '/healthz' ? 'healthz' : 'unmatched';
 }
 
 async function loadFastify(): Promise<(options: Record<string, unknown>) => FastifyInstance> {

@@ -15,6 +15,8 @@ export interface StoreHandle {
   readonly target: RedisTarget | undefined;
   /** 'memory', or the Redis target without credentials. */
   readonly label: string;
+  /** Risks found in the store's configuration (an allkeys-* maxmemory-policy), for /healthz. */
+  warnings(): readonly string[];
   /** Resolves when the store answers (Redis PING), rejects otherwise. */
   ping(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -30,6 +32,7 @@ export async function openStore(
       store: timed(memoryStore(), metrics),
       target,
       label: 'memory',
+      warnings: () => [],
       ping: async () => {},
       close: async () => {},
     };
@@ -45,10 +48,18 @@ export async function openStore(
       logger.warn('redis_error', { store: connection.label, error });
     },
   });
+  const store = redisStore({ client: connection.client });
+  // Logged once per store, at start and when a reload opens another one.
+  let warnings: readonly string[] = [];
+  store.inspect?.().then((found) => {
+    warnings = found.map((warning) => warning.message);
+    for (const warning of found) logger.warn('store_warning', { store: connection.label, ...warning });
+  });
   return {
-    store: timed(redisStore({ client: connection.client }), metrics),
+    store: timed(store, metrics),
     target,
     label: connection.label,
+    warnings: () => warnings,
     async ping(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;
       try {

@@ -14,7 +14,7 @@ import { floodgate } from '../../../src/http/fastify.js';
 import { createFetchGuard } from '../../../src/http/fetch.js';
 import type { HeaderStyle } from '../../../src/http/headers.js';
 import { createHttpGuard, type RateLimitedRequest } from '../../../src/http/node.js';
-import type { Decision, Limiter } from '../../../src/index.js';
+import { apiKeyOrAddress, type Decision, type Limiter } from '../../../src/index.js';
 
 export interface AppSpec {
   limiter: Limiter;
@@ -26,6 +26,18 @@ export interface AppSpec {
   onDecision?: (decision: Decision) => void;
   /** Believe `X-Forwarded-For` from a proxy on loopback (the adapter's own trust-proxy setting). */
   trustLoopbackProxy?: boolean;
+  /**
+   * API keys in `x-api-key`: `'any'` trusts every key (`apiKeyHeader`), a function keys by the
+   * keys it knows (`apiKeyOrAddress`). Default: the client address only.
+   */
+  apiKeys?: 'any' | ((key: string) => boolean | Promise<boolean>);
+}
+
+/** The adapter options of `spec.apiKeys`. */
+function keyOptions(spec: AppSpec) {
+  if (spec.apiKeys === undefined) return {};
+  if (spec.apiKeys === 'any') return { apiKeyHeader: 'x-api-key' };
+  return { key: apiKeyOrAddress({ header: 'X-Api-Key', known: spec.apiKeys }) };
 }
 
 export interface App {
@@ -66,6 +78,7 @@ export const startExpress: StartApp = async (spec) => {
   app.use(
     rateLimit({
       limiter: spec.limiter,
+      ...keyOptions(spec),
       ...(spec.headers === undefined ? {} : { headers: spec.headers }),
       ...(spec.costHeader ? { cost: (req) => costFrom(req.headers['x-cost']) } : {}),
       skip: (req) => skipHealth(req.path),
@@ -83,6 +96,7 @@ export const startFastify: StartApp = async (spec) => {
   const app = Fastify({ trustProxy: spec.trustLoopbackProxy ? '127.0.0.1' : false });
   await app.register(floodgate, {
     limiter: spec.limiter,
+    ...keyOptions(spec),
     ...(spec.headers === undefined ? {} : { headers: spec.headers }),
     ...(spec.costHeader ? { cost: (request) => costFrom(request.headers['x-cost']) } : {}),
     skip: (request) => skipHealth(request.url),
@@ -108,6 +122,7 @@ function pathOf(url: string | undefined): string {
 export const startNode: StartApp = async (spec) => {
   const guard = createHttpGuard({
     limiter: spec.limiter,
+    ...keyOptions(spec),
     ...(spec.headers === undefined ? {} : { headers: spec.headers }),
     ...(spec.costHeader ? { cost: (req) => costFrom(req.headers['x-cost']) } : {}),
     skip: (req) => skipHealth(pathOf(req.url)),
@@ -149,6 +164,7 @@ export async function writeResponse(response: Response, res: ServerResponse): Pr
 export const startFetch: StartApp = async (spec) => {
   const guard = createFetchGuard({
     limiter: spec.limiter,
+    ...keyOptions(spec),
     ...(spec.headers === undefined ? {} : { headers: spec.headers }),
     ...(spec.costHeader ? { cost: (request) => costFrom(request.headers.get('x-cost')) } : {}),
     skip: (request) => skipHealth(new URL(request.url).pathname),

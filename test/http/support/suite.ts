@@ -112,7 +112,7 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       expect(response.status).toBe(200);
       expect(response.headers.get('RateLimit-Limit')).toBeNull();
       expect(listField(response, 'RateLimit-Policy')).toEqual([
-        { name: 'burst', params: { q: 3, w: 3600 } },
+        { name: 'burst', params: { q: 5, w: 3600, burst: 3 } },
         { name: 'hour', params: { q: 4, w: 3600 } },
       ]);
       const [burst, hour] = listField(response, 'RateLimit');
@@ -186,8 +186,46 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       expect(decisions.map((d) => d.allowed)).toEqual([true, false]);
     });
 
-    it('keys by API key (hashed) when one is sent, else by client address', async () => {
-      const app = await serve(minute(1));
+    it('regression: keys by client address by default, so invented API keys buy no fresh quota', async () => {
+      const app = await serve(minute(5));
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const response = await fetch(app.url, { headers: { 'x-api-key': `made-up-${i}` } });
+        statuses.push(response.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    });
+
+    it('apiKeyOrAddress: a known key has its own bucket; unknown and malformed keys count under the address', async () => {
+      const lookups: string[] = [];
+      const app = await serve(minute(2), {
+        apiKeys: async (key) => {
+          lookups.push(key);
+          return key.startsWith('sk_live_');
+        },
+      });
+      const withKey = (key: string) => fetch(app.url, { headers: { 'x-api-key': key } });
+      expect((await withKey('sk_live_alpha')).status).toBe(200);
+      expect((await withKey('sk_live_alpha')).status).toBe(200);
+      expect((await withKey('sk_live_alpha')).status).toBe(429);
+      expect((await withKey('sk_live_beta')).status).toBe(200);
+      // Unknown keys, a malformed one and none at all share the one address bucket.
+      expect((await withKey('invented-1')).status).toBe(200);
+      expect((await withKey('invented-2')).status).toBe(200);
+      expect((await withKey('k'.repeat(8 * 1024))).status).toBe(429);
+      expect((await fetch(app.url)).status).toBe(429);
+      expect(lookups).toEqual([
+        'sk_live_alpha',
+        'sk_live_alpha',
+        'sk_live_alpha',
+        'sk_live_beta',
+        'invented-1',
+        'invented-2',
+      ]);
+    });
+
+    it('apiKeyHeader (opt-in) keys by any API key (hashed) when one is sent, else by client address', async () => {
+      const app = await serve(minute(1), { apiKeys: 'any' });
       const withKey = (key: string) => fetch(app.url, { headers: { 'x-api-key': key } });
       expect((await withKey('alpha-secret-1')).status).toBe(200);
       expect((await withKey('alpha-secret-1')).status).toBe(429);
@@ -199,7 +237,7 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
     const listKeys = fixture.keys;
     if (listKeys !== undefined) {
       it('never writes an API key to the store in clear', async () => {
-        const app = await serve(minute(5));
+        const app = await serve(minute(5), { apiKeys: (key) => key === 'sk_live_Sup3rS3cret' });
         const secret = 'sk_live_Sup3rS3cret';
         expect((await fetch(app.url, { headers: { 'x-api-key': secret } })).status).toBe(200);
         expect((await fetch(app.url)).status).toBe(200);
@@ -213,7 +251,7 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
 
     describe('hostile input', () => {
       it('treats an 8 KB x-api-key as no key: the address bucket applies, nothing crashes', async () => {
-        const app = await serve(minute(1));
+        const app = await serve(minute(1), { apiKeys: 'any' });
         expect((await fetch(app.url)).status).toBe(200);
         const huge = await fetch(app.url, { headers: { 'x-api-key': 'k'.repeat(8 * 1024) } });
         expect(huge.status).toBe(429);
@@ -229,7 +267,7 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       });
 
       it('treats non-ASCII (latin1) bytes in x-api-key as no key and never echoes them', async () => {
-        const app = await serve(minute(1));
+        const app = await serve(minute(1), { apiKeys: 'any' });
         expect((await fetch(app.url)).status).toBe(200);
         for (const bytes of [
           Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nX-Api-Key: caf\xe9-\xff\xfe', 'latin1'),
@@ -242,7 +280,7 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       });
 
       it('counts a repeated x-api-key as that key, and different keys as no key', async () => {
-        const app = await serve(minute(1));
+        const app = await serve(minute(1), { apiKeys: 'any' });
         const twice = (a: string, b: string) =>
           rawRequest(app.port, `GET / HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${a}\r\nX-Api-Key: ${b}`);
         expect((await fetch(app.url, { headers: { 'x-api-key': 'k-one' } })).status).toBe(200);
@@ -253,7 +291,7 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       });
 
       it('rejects or neutralises control characters; no header can be injected', async () => {
-        const app = await serve(minute(1));
+        const app = await serve(minute(1), { apiKeys: 'any' });
         expect((await fetch(app.url)).status).toBe(200);
         for (const value of ['a\x01b', 'a\x7fb', 'a\tb', 'a\rInjected: yes', 'a\nInjected: yes', 'a\x00b']) {
           const response = await rawRequest(app.port, `GET / HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${value}`);

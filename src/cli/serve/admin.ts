@@ -1,0 +1,77 @@
+/**
+ * The gateway's admin listener: `GET /metrics` (Prometheus) and `GET /healthz`, on an address of
+ * their own (default 127.0.0.1:9477), so the public port forwards every path to the upstream
+ * and operators' endpoints are not reachable from where clients are. Bodies never carry
+ * internal error text: it goes to the log.
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { RuntimeFailure } from '../args.js';
+import type { Logger } from './log.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { StoreHandle } from './store.js';
+
+export interface AdminOptions {
+  host: string;
+  port: number;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** The current store (it changes when a reload points at another Redis). */
+  store: () => StoreHandle;
+}
+
+export interface AdminListener {
+  /** `http://host:port` as bound. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the admin listener; a port that cannot be bound is a RuntimeFailure naming the flag. */
+export async function startAdmin(options: AdminOptions): Promise<AdminListener> {
+  const { metrics, logger, store } = options;
+  const server: Server = createServer(async (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const send = (status: number, type: string, body: string) => {
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      return send(405, 'text/plain', 'method not allowed\n');
+    }
+    if (path === '/metrics') {
+      return send(200, 'text/plain; version=0.0.4; charset=utf-8', metrics.registry.render());
+    }
+    if (path === '/healthz') {
+      const current = store();
+      try {
+        await current.ping(1000);
+        const warnings = current.warnings();
+        const body = { status: 'ok', store: current.label, ...(warnings.length > 0 ? { warnings } : {}) };
+        return send(200, 'application/json', JSON.stringify(body));
+      } catch (error) {
+        logger.warn('healthz_failed', { store: current.label, error });
+        return send(503, 'application/json', JSON.stringify({ status: 'unavailable', store: current.label }));
+      }
+    }
+    send(404, 'text/plain', 'not found: the admin listener answers /metrics and /healthz\n');
+  });
+  try {
+    server.listen(options.port, options.host);
+    await once(server, 'listening');
+  } catch (error) {
+    throw new RuntimeFailure(
+      `--admin-port: cannot listen on ${options.host}:${options.port}: ${(error as Error).message}`,
+    );
+  }
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  return {
+    url: `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`,
+    async close() {
+      const closed = new Promise((resolve) => server.close(resolve));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
