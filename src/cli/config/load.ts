@@ -37,6 +37,7 @@ const FIELD_FLAGS: Record<string, string> = {
   'api-key-header': 'apiKeyHeader',
   'shutdown-timeout': 'shutdownTimeout',
   'upstream-timeout': 'upstreamTimeout',
+  'client-timeout': 'clientTimeout',
 };
 
 /** Reads and validates the configuration from `--config`, the flags and the environment. */
@@ -161,6 +162,11 @@ function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.Pro
     if (value === undefined) continue;
     raw[field] = field === 'apiKeyHeader' && value === 'false' ? false : value;
     labels[field] = `--${flag}`;
+  }
+  const concurrency = stringOption(parsed, 'client-concurrency');
+  if (concurrency !== undefined) {
+    raw.clientConcurrency = /^\d+$/.test(concurrency) ? Number(concurrency) : concurrency;
+    labels.clientConcurrency = '--client-concurrency';
   }
   const port = stringOption(parsed, 'port');
   if (port !== undefined) {

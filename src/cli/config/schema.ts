@@ -32,6 +32,10 @@ export interface GatewayConfig {
   readonly port: number;
   readonly upstream: URL | undefined;
   readonly upstreamTimeoutMs: number;
+  /** Longest silence from a client while its request (headers or body) is received. */
+  readonly clientTimeoutMs: number;
+  /** Most requests one client address may have in flight upstream at once (per process). */
+  readonly clientConcurrency: number;
   readonly redis: RedisTarget | undefined;
   readonly prefix: string;
   readonly storeTimeoutMs: number;
@@ -55,6 +59,8 @@ const TOP_FIELDS = [
   'port',
   'upstream',
   'upstreamTimeout',
+  'clientTimeout',
+  'clientConcurrency',
   'store',
   'onStoreError',
   'headers',
@@ -122,6 +128,12 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
     upstream: raw.upstream === undefined ? undefined : parseUpstream(raw.upstream, at('upstream')),
     upstreamTimeoutMs:
       raw.upstreamTimeout === undefined ? 30_000 : durationAt(raw.upstreamTimeout, at('upstreamTimeout')),
+    clientTimeoutMs:
+      raw.clientTimeout === undefined ? 30_000 : durationAt(raw.clientTimeout, at('clientTimeout')),
+    clientConcurrency:
+      raw.clientConcurrency === undefined
+        ? 64
+        : integerAt(raw.clientConcurrency, at('clientConcurrency'), 1, 100_000),
     redis,
     prefix:
       store.prefix === undefined

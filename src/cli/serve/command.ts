@@ -22,6 +22,7 @@ import { loadConfig, STORE_FLAGS, STORE_FLAGS_HELP } from '../config/load.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
 import { describeConfig, summary } from './describe.js';
+import { answerClientErrors, edgeServerOptions } from './edge.js';
 import { buildGateway, type Gateway } from './gateway.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.js';
 import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
@@ -44,7 +45,12 @@ ${STORE_FLAGS_HELP}
                             false keys by client address only)
   --on-store-error POLICY   open (default: allow) or closed (deny) when the store fails
   --store-timeout DURATION  longest wait for the store per check (default 100ms)
-  --upstream-timeout DUR    longest wait for the upstream (default 30s)
+  --upstream-timeout DUR    longest wait for an upstream connection, and longest silence from the
+                            upstream once it has the request or while it takes the body (default 30s)
+  --client-timeout DUR      longest silence from a client while its request (headers or body) is
+                            received; then 408 and the connection is closed (default 30s)
+  --client-concurrency N    most requests one client address may have in flight upstream at once
+                            (per process; default 64); past it 429
   --shutdown-timeout DUR    longest wait for in-flight requests on SIGTERM (default 10s)
   --log-level LEVEL         debug, info (default: one line per request), warn or error
   --check                   validate the configuration, print it, and exit
@@ -66,6 +72,8 @@ const OPTIONS = {
   'on-store-error': { type: 'string' },
   'store-timeout': { type: 'string' },
   'upstream-timeout': { type: 'string' },
+  'client-timeout': { type: 'string' },
+  'client-concurrency': { type: 'string' },
   'shutdown-timeout': { type: 'string' },
   'log-level': { type: 'string' },
   check: { type: 'boolean' },
@@ -118,14 +126,11 @@ async function start(
   }
 
   let draining = false;
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer(edgeServerOptions(config.clientTimeoutMs), (req, res) => {
     if (draining) res.setHeader('connection', 'close');
     gateway.handle(req, res);
   });
-  server.on('clientError', (error, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    logger.log('debug', 'client_error', { error });
-  });
+  answerClientErrors(server, logger);
   try {
     server.listen(config.port, config.host);
     await once(server, 'listening');
