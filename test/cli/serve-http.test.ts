@@ -4,6 +4,9 @@
  * requests reached it. Request smuggling, malformed framings, forged proxy headers,
  * absolute-form and asterisk-form targets, timeouts on both sides, oversized headers.
  */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningCli, startCli } from './support/cli.js';
 import { exchange, type RawUpstream, startRawUpstream } from './support/raw-http.js';
@@ -117,3 +120,204 @@ describe('floodgate serve: malformed framings get 400 and never reach the upstre
     });
   }
 });
+
+const FORGED =
+  'X-Forwarded-For: 203.0.113.7\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: bank.example\r\n' +
+  'X-Forwarded-Prefix: /admin\r\nForwarded: for=203.0.113.7;proto=https\r\nX-Real-IP: 203.0.113.7\r\n' +
+  'X-Original-URL: /admin\r\nX-Rewrite-URL: /admin\r\nTrue-Client-IP: 203.0.113.7\r\n';
+
+describe('floodgate serve: the proxy headers are the gateway’s', () => {
+  it('regression: drops a client’s Forwarded, X-Forwarded-*, X-Real-IP and X-Original-URL, and sets its own', async () => {
+    upstream.reset();
+    const answer = await exchange(
+      gateway.url,
+      `GET /h HTTP/1.1\r\nHost: gw.example\r\nConnection: close\r\n${FORGED}\r\n`,
+    );
+    expect(answer.status).toBe(200);
+    const headers = upstream.requests[0]?.headers ?? {};
+    expect(headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(headers['x-forwarded-proto']).toBe('http');
+    expect(headers['x-forwarded-host']).toBe('gw.example');
+    expect(headers.host).toBe(`127.0.0.1:${upstream.port}`);
+    for (const name of [
+      'forwarded',
+      'x-forwarded-prefix',
+      'x-real-ip',
+      'x-original-url',
+      'x-rewrite-url',
+      'true-client-ip',
+    ]) {
+      expect(headers[name], name).toBeUndefined();
+    }
+  });
+
+  it('keeps and appends to them when the peer is a trusted proxy (--trust-proxy)', async () => {
+    const trusting = await startGateway(['--upstream', upstream.url, '--trust-proxy', '127.0.0.1']);
+    upstream.reset();
+    const answer = await exchange(
+      trusting.url,
+      `GET /h HTTP/1.1\r\nHost: gw.example\r\nConnection: close\r\n${FORGED}\r\n`,
+    );
+    expect(answer.status).toBe(200);
+    const headers = upstream.requests[0]?.headers ?? {};
+    expect(headers['x-forwarded-for']).toBe('203.0.113.7, 127.0.0.1');
+    expect(headers['x-forwarded-proto']).toBe('https');
+    expect(headers['x-forwarded-host']).toBe('bank.example');
+    expect(headers.forwarded).toBe('for=203.0.113.7;proto=https');
+    expect(headers['x-real-ip']).toBe('203.0.113.7');
+  });
+});
+
+describe('floodgate serve: request targets', () => {
+  it('regression: forwards an absolute-form target in origin-form under the base path', async () => {
+    upstream.reset();
+    const answer = await exchange(
+      gateway.url,
+      'GET http://evil.example/abs?q=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
+    );
+    expect(answer.status).toBe(200);
+    expect(upstream.requests.map((request) => request.target)).toEqual(['/api/abs?q=1']);
+  });
+
+  it('regression: answers OPTIONS * itself and refuses * for other methods, forwarding neither', async () => {
+    upstream.reset();
+    const options = await exchange(gateway.url, 'OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+    expect(options.status).toBe(204);
+    expect(options.text).toMatch(/\r\nallow: DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT\r\n/i);
+    const get = await exchange(gateway.url, 'GET * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+    expect(get.status).toBe(400);
+    expect(get.text).toContain('application/problem+json');
+    expect(upstream.requests).toEqual([]);
+  });
+});
+
+describe('floodgate serve: limits on the request head', () => {
+  it('regression: answers 431 (problem+json) to headers past the limit, and closes', async () => {
+    upstream.reset();
+    const big = `X-Big: ${'a'.repeat(20_000)}\r\n`;
+    const answer = await exchange(gateway.url, `GET /h HTTP/1.1\r\nHost: a\r\n${big}\r\n`);
+    expect(answer.status).toBe(431);
+    expect(answer.text).toContain('application/problem+json');
+    expect(answer.closed).toBe(true);
+    expect(upstream.requests).toEqual([]);
+  });
+});
+
+describe('floodgate serve: timeouts mean silence, on either side', () => {
+  let slow: Server;
+  let timed: Gateway;
+  const received: string[] = [];
+
+  beforeAll(async () => {
+    slow = createServer(async (req, res) => {
+      if (req.url === '/hang') return;
+      if (req.url === '/drip') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        for (let i = 0; i < 6; i++) {
+          res.write(`${i}`);
+          await sleep(400);
+        }
+        res.end();
+        return;
+      }
+      if (req.url === '/trailers') {
+        res.writeHead(200, { 'content-type': 'text/plain', trailer: 'x-cost' });
+        res.write('body');
+        res.addTrailers({ 'x-cost': '3' });
+        res.end();
+        return;
+      }
+      // /slow-reader stops reading for half a second after each of its first six MiB, as a
+      // busy service would: three seconds of pauses, each shorter than the timeout.
+      let bytes = 0;
+      try {
+        for await (const chunk of req) {
+          const before = bytes;
+          bytes += (chunk as Buffer).length;
+          const mib = Math.floor(bytes / MIB);
+          if (req.url === '/slow-reader' && mib > Math.floor(before / MIB) && mib <= 6) await sleep(500);
+        }
+      } catch {
+        return; // the gateway cut the request (a test of that)
+      }
+      received.push(`${req.url} ${bytes}`);
+      res.end(`read ${bytes}`);
+    });
+    slow.listen(0, '127.0.0.1');
+    await once(slow, 'listening');
+    const { port } = slow.address() as AddressInfo;
+    timed = await startGateway([
+      '--upstream',
+      `http://127.0.0.1:${port}`,
+      '--upstream-timeout',
+      '1s',
+      '--client-timeout',
+      '1s',
+    ]);
+  });
+  afterAll(() => {
+    slow?.closeAllConnections();
+    slow?.close();
+  });
+
+  it('answers 504 (problem+json) when the upstream is silent past --upstream-timeout', async () => {
+    const answer = await exchange(timed.url, 'GET /hang HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+    expect(answer.status).toBe(504);
+    expect(answer.text).toContain('application/problem+json');
+  });
+
+  it('restarts --upstream-timeout with each chunk of the response', async () => {
+    const answer = await exchange(timed.url, 'GET /drip HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+    expect(answer.status).toBe(200);
+    expect(answer.text).toMatch(
+      /\r\n\r\n1\r\n0\r\n1\r\n1\r\n1\r\n2\r\n1\r\n3\r\n1\r\n4\r\n1\r\n5\r\n0\r\n\r\n$/,
+    );
+  });
+
+  it('does not cut an upstream that is still taking a large body, slowly', async () => {
+    const size = 16 * MIB;
+    const response = await fetch(`${timed.url}/slow-reader`, {
+      method: 'POST',
+      body: Buffer.alloc(size, 97),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe(`read ${size}`);
+  });
+
+  it('passes on the upstream’s response trailers', async () => {
+    const answer = await exchange(
+      timed.url,
+      'GET /trailers HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.text).toMatch(/\r\n0\r\nx-cost: 3\r\n\r\n$/);
+  });
+
+  it('does not count a slow but steady upload as silence', async () => {
+    const head = 'POST /steady HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: 6\r\n\r\n';
+    const answer = await exchange(timed.url, [head, 'a', 400, 'b', 400, 'c', 400, 'd', 400, 'e', 400, 'f']);
+    expect(answer.status).toBe(200);
+    expect(answer.text).toContain('read 6');
+  });
+
+  it('regression: answers 408 (problem+json) and closes when a client is silent in its body past --client-timeout', async () => {
+    const head = 'POST /stalled HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc';
+    const answer = await exchange(timed.url, head);
+    expect(answer.status).toBe(408);
+    expect(answer.text).toContain('application/problem+json');
+    expect(answer.closed).toBe(true);
+    expect(received.filter((line) => line.startsWith('/stalled'))).toEqual([]);
+  });
+
+  it('regression: answers 408 and closes when a client is silent in its headers past --client-timeout', async () => {
+    const answer = await exchange(timed.url, 'GET /h HTTP/1.1\r\nHost: a\r\n');
+    expect(answer.status).toBe(408);
+    expect(answer.closed).toBe(true);
+  });
+});
+
+const MIB = 1024 * 1024;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
