@@ -6,7 +6,7 @@
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningCli, startCli } from './support/cli.js';
 import { exchange, type RawUpstream, startRawUpstream } from './support/raw-http.js';
@@ -321,3 +321,117 @@ const MIB = 1024 * 1024;
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** `count` clients from `localAddress` that each upload a body one byte every half second. */
+async function slowUploads(url: string, count: number, localAddress: string) {
+  const { hostname, port } = new URL(url);
+  const head = 'POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n';
+  const sockets: Socket[] = [];
+  const statuses: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const socket = connect({ host: hostname, port: Number(port), localAddress });
+    socket.setEncoding('latin1');
+    socket.on('error', () => {});
+    socket.once('data', (chunk: string) => statuses.push(Number(chunk.slice(9, 12))));
+    socket.write(head);
+    sockets.push(socket);
+  }
+  const trickle = setInterval(() => {
+    for (const socket of sockets) if (socket.writable) socket.write('a');
+  }, 500);
+  return {
+    statuses,
+    close() {
+      clearInterval(trickle);
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+async function until(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+describe('floodgate serve: slow clients cannot hold the upstream from the others', () => {
+  let service: Server;
+  let open = 0;
+  let serviceUrl: string;
+
+  beforeAll(async () => {
+    // Answers GETs at once; reads upload bodies to their end (which slow clients never reach).
+    service = createServer(async (req, res) => {
+      if (req.method === 'GET') {
+        res.end('ok');
+        return;
+      }
+      open++;
+      req.once('close', () => open--);
+      req.resume();
+    });
+    service.listen(0, '127.0.0.1');
+    await once(service, 'listening');
+    serviceUrl = `http://127.0.0.1:${(service.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    service?.closeAllConnections();
+    service?.close();
+  });
+
+  it('regression: 600 slow uploads from one address get 64 upstream requests (--client-concurrency), the rest 429; another address is answered within 1 s', async () => {
+    const capped = await startGateway(['--upstream', serviceUrl]);
+    const slow = await slowUploads(capped.url, 600, '127.0.0.1');
+    try {
+      await until(() => open === 64 && slow.statuses.length === 536, '64 open uploads and 536 refusals');
+      expect(slow.statuses.every((status) => status === 429)).toBe(true);
+      for (let i = 0; i < 5; i++) {
+        const answer = await exchange(
+          capped.url,
+          'GET /ordinary HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
+          {
+            localAddress: '127.0.0.2',
+          },
+        );
+        expect(answer.status).toBe(200);
+        expect(answer.ms).toBeLessThan(1000);
+      }
+      expect(open).toBe(64);
+    } finally {
+      slow.close();
+    }
+    await until(() => open === 0, 'the uploads to be cut');
+  });
+
+  it('regression: with every upstream connection held, a request waits at most --upstream-timeout, then 503', async () => {
+    const uncapped = await startGateway([
+      '--upstream',
+      serviceUrl,
+      '--client-concurrency',
+      '1000',
+      '--upstream-timeout',
+      '1s',
+    ]);
+    const slow = await slowUploads(uncapped.url, 600, '127.0.0.1');
+    try {
+      // 512 connections to the upstream, all held; the other 88 uploads wait for one, then give up.
+      await until(() => open === 512 && slow.statuses.length === 88, '512 open uploads and 88 answers');
+      expect(slow.statuses.every((status) => status === 503)).toBe(true);
+      const answer = await exchange(
+        uncapped.url,
+        'GET /ordinary HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
+        {
+          localAddress: '127.0.0.2',
+        },
+      );
+      expect(answer.status).toBe(503);
+      expect(answer.text).toContain('application/problem+json');
+      expect(answer.ms).toBeLessThan(3000);
+    } finally {
+      slow.close();
+    }
+    await until(() => open === 0, 'the uploads to be cut');
+  });
+});
