@@ -207,6 +207,23 @@ describe('gateway config', () => {
 describe('config from flags and files', () => {
   const flags = (values: Record<string, string | string[]>) => ({ values, positionals: [] });
 
+  it('reads --client-timeout and --client-concurrency (defaults 30s and 64), naming the flag in errors', async () => {
+    expect(parseGatewayConfig({})).toMatchObject({ clientTimeoutMs: 30_000, clientConcurrency: 64 });
+    const config = await loadConfig(flags({ 'client-timeout': '5s', 'client-concurrency': '8' }), {});
+    expect(config).toMatchObject({ clientTimeoutMs: 5000, clientConcurrency: 8 });
+    expect(parseGatewayConfig({ clientTimeout: '2s', clientConcurrency: 3 })).toMatchObject({
+      clientTimeoutMs: 2000,
+      clientConcurrency: 3,
+    });
+    await expect(loadConfig(flags({ 'client-concurrency': '0' }), {})).rejects.toThrow(
+      '--client-concurrency: 0 must be an integer from 1 to 100000',
+    );
+    await expect(loadConfig(flags({ 'client-concurrency': 'many' }), {})).rejects.toThrow(
+      '--client-concurrency: "many" must be an integer from 1 to 100000',
+    );
+    await expect(loadConfig(flags({ 'client-timeout': 'soon' }), {})).rejects.toThrow(/^--client-timeout: /);
+  });
+
   it('folds flags over the file and REDIS_URL, naming the flag in errors', async () => {
     const config = await loadConfig(
       flags({
