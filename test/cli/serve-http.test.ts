@@ -5,8 +5,11 @@
  * absolute-form and asterisk-form targets, timeouts on both sides, oversized headers.
  */
 import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningCli, startCli } from './support/cli.js';
 import { exchange, type RawUpstream, startRawUpstream } from './support/raw-http.js';
@@ -177,6 +180,35 @@ describe('floodgate serve: request targets', () => {
     );
     expect(answer.status).toBe(200);
     expect(upstream.requests.map((request) => request.target)).toEqual(['/api/abs?q=1']);
+  });
+
+  it('limits an absolute-form target by the route by the route its path matches', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floodgate-http-'));
+    const file = join(dir, 'login.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        upstream: upstream.url,
+        rules: ['100/1m'],
+        routes: [{ method: 'POST', path: '/login', limit: '1/1m' }],
+      }),
+    );
+    try {
+      const login = await startGateway(['--config', file]);
+      upstream.reset();
+      const statuses: number[] = [];
+      for (const target of ['http://evil.example/login', '/login', 'http://other.example/login?x=1']) {
+        const answer = await exchange(
+          login.url,
+          `POST ${target} HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+        );
+        statuses.push(answer.status);
+      }
+      expect(statuses).toEqual([200, 429, 429]);
+      expect(upstream.requests.map((request) => request.target)).toEqual(['/login']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('regression: answers OPTIONS * itself and refuses * for other methods, forwarding neither', async () => {
