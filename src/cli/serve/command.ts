@@ -177,6 +177,7 @@ async function start(
       const previous = gateway;
       gateway = nextGateway;
       config = next;
+      server.headersTimeout = next.clientTimeoutMs;
       store = nextStore;
       metrics.reloads.inc({ result: 'ok' });
       logger.info('reloaded', { store: store.label, ...summary(config) });

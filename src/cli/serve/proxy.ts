@@ -220,19 +220,22 @@ export function createProxy(options: ProxyOptions): Proxy {
       const upstreamAlive = () => {
         if (response !== undefined) upstreamTimer.arm();
       };
+      let connected = false;
       outgoing.on('socket', (socket) => {
-        const connected = () => {
+        const onConnected = () => {
           if (over) return;
+          connected = true;
           connectTimer.clear();
-          if (hasBody) pumpBody();
           // Any byte from the upstream is a sign of life (the response is read from this socket).
           socket.on('data', upstreamAlive);
           outgoing.once('close', () => socket.off('data', upstreamAlive));
         };
-        if (socket.connecting) socket.once('connect', connected);
-        else connected();
+        if (socket.connecting) socket.once('connect', onConnected);
+        else onConnected();
       });
-      if (!hasBody) outgoing.end();
+      // Until a connection is there, node:http holds what is written (with the head, in one write).
+      if (hasBody) pumpBody();
+      else outgoing.end();
       // The request is whole at the upstream: now it is the upstream's turn to answer.
       outgoing.on('finish', () => {
         if (!over && response === undefined) upstreamTimer.arm();
@@ -246,7 +249,8 @@ export function createProxy(options: ProxyOptions): Proxy {
             // The upstream is taking the body slowly: its pace, not the client's silence.
             incoming.pause();
             clientTimer.clear();
-            upstreamTimer.arm();
+            // Before the connection, the wait for it is timed (connectTimer).
+            if (connected) upstreamTimer.arm();
             outgoing.once('drain', () => {
               if (over) return;
               if (response === undefined) upstreamTimer.clear();
