@@ -33,7 +33,7 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     logger.log('debug', 'client_error', { error });
     const res = current.get(socket);
     // A response already under way cannot be followed by another: cut the connection instead.
-    if (!socket.writable || (res !== undefined && res.headersSent && !res.writableFinished)) {
+    if (!socket.writable || (res?.headersSent && !res.writableFinished)) {
       socket.destroy();
       return;
     }
