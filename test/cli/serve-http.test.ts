@@ -182,7 +182,7 @@ describe('floodgate serve: request targets', () => {
     expect(upstream.requests.map((request) => request.target)).toEqual(['/api/abs?q=1']);
   });
 
-  it('limits an absolute-form target by the route by the route its path matches', async () => {
+  it('limits an absolute-form target by the route its path matches', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'floodgate-http-'));
     const file = join(dir, 'login.json');
     await writeFile(
@@ -247,7 +247,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
         res.writeHead(200, { 'content-type': 'text/plain' });
         for (let i = 0; i < 6; i++) {
           res.write(`${i}`);
-          await sleep(400);
+          await sleep(800);
         }
         res.end();
         return;
@@ -259,15 +259,15 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
         res.end();
         return;
       }
-      // /slow-reader stops reading for half a second after each of its first six MiB, as a
-      // busy service would: three seconds of pauses, each shorter than the timeout.
+      // /slow-reader stops reading for a second after each of its first six MiB, as a busy
+      // service would: six seconds of pauses, each shorter than the timeout.
       let bytes = 0;
       try {
         for await (const chunk of req) {
           const before = bytes;
           bytes += (chunk as Buffer).length;
           const mib = Math.floor(bytes / MIB);
-          if (req.url === '/slow-reader' && mib > Math.floor(before / MIB) && mib <= 6) await sleep(500);
+          if (req.url === '/slow-reader' && mib > Math.floor(before / MIB) && mib <= 6) await sleep(1000);
         }
       } catch {
         return; // the gateway cut the request (a test of that)
@@ -282,7 +282,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
       '--upstream',
       `http://127.0.0.1:${port}`,
       '--upstream-timeout',
-      '1s',
+      '2s',
       '--client-timeout',
       '1s',
     ]);
@@ -314,7 +314,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
     });
     expect(response.status).toBe(200);
     expect(await response.text()).toBe(`read ${size}`);
-  });
+  }, 60_000);
 
   it('passes on the upstream’s response trailers', async () => {
     const answer = await exchange(
@@ -327,7 +327,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
 
   it('does not count a slow but steady upload as silence', async () => {
     const head = 'POST /steady HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: 6\r\n\r\n';
-    const answer = await exchange(timed.url, [head, 'a', 400, 'b', 400, 'c', 400, 'd', 400, 'e', 400, 'f']);
+    const answer = await exchange(timed.url, [head, 'a', 600, 'b', 600, 'c', 600, 'd', 600, 'e', 600, 'f']);
     expect(answer.status).toBe(200);
     expect(answer.text).toContain('read 6');
   });
@@ -435,7 +435,7 @@ describe('floodgate serve: slow clients cannot hold the upstream from the others
       slow.close();
     }
     await until(() => open === 0, 'the uploads to be cut');
-  });
+  }, 60_000);
 
   it('regression: with every upstream connection held, a request waits at most --upstream-timeout, then 503', async () => {
     const uncapped = await startGateway([
@@ -444,26 +444,30 @@ describe('floodgate serve: slow clients cannot hold the upstream from the others
       '--client-concurrency',
       '1000',
       '--upstream-timeout',
-      '1s',
+      '2s',
     ]);
-    const slow = await slowUploads(uncapped.url, 600, '127.0.0.1');
+    // 512 uploads take every upstream connection; 88 more wait for one, then give up.
+    const holding = await slowUploads(uncapped.url, 512, '127.0.0.1');
+    const waiting = await until(() => open === 512, '512 open uploads').then(() =>
+      slowUploads(uncapped.url, 88, '127.0.0.1'),
+    );
     try {
-      // 512 connections to the upstream, all held; the other 88 uploads wait for one, then give up.
-      await until(() => open === 512 && slow.statuses.length === 88, '512 open uploads and 88 answers');
-      expect(slow.statuses.every((status) => status === 503)).toBe(true);
+      await until(() => waiting.statuses.length === 88, '88 answers');
+      expect(waiting.statuses.every((status) => status === 503)).toBe(true);
       const answer = await exchange(
         uncapped.url,
         'GET /ordinary HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
-        {
-          localAddress: '127.0.0.2',
-        },
+        { localAddress: '127.0.0.2' },
       );
       expect(answer.status).toBe(503);
       expect(answer.text).toContain('application/problem+json');
-      expect(answer.ms).toBeLessThan(3000);
+      expect(answer.ms).toBeLessThan(6000);
+      expect(open).toBe(512);
+      expect(holding.statuses).toEqual([]);
     } finally {
-      slow.close();
+      holding.close();
+      waiting.close();
     }
     await until(() => open === 0, 'the uploads to be cut');
-  });
+  }, 60_000);
 });
