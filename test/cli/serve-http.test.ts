@@ -22,7 +22,7 @@ interface Gateway {
 const started: Gateway[] = [];
 async function startGateway(args: string[]): Promise<Gateway> {
   const cli = startCli(['serve', '--port', '0', '--limit', '100000/1m', ...args]);
-  const listening = await cli.waitForLog((line) => line.event === 'listening', 15_000);
+  const listening = await cli.waitForLog((line) => line.event === 'listening', 30_000);
   const gateway = { cli, url: listening.url as string };
   started.push(gateway);
   return gateway;

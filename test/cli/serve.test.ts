@@ -19,7 +19,7 @@ interface Gateway {
 
 async function startGateway(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Gateway> {
   const cli = startCli(['serve', '--port', '0', ...args], env);
-  const listening = await cli.waitForLog((line) => line.event === 'listening', 15_000);
+  const listening = await cli.waitForLog((line) => line.event === 'listening', 30_000);
   return { cli, url: listening.url as string };
 }
 
