@@ -299,7 +299,9 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
   });
 
   it('restarts --upstream-timeout with each chunk of the response', async () => {
-    const answer = await exchange(timed.url, 'GET /drip HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+    const answer = await exchange(timed.url, 'GET /drip HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n', {
+      waitMs: 30_000,
+    });
     expect(answer.status).toBe(200);
     expect(answer.text).toMatch(
       /\r\n\r\n1\r\n0\r\n1\r\n1\r\n1\r\n2\r\n1\r\n3\r\n1\r\n4\r\n1\r\n5\r\n0\r\n\r\n$/,
@@ -327,7 +329,9 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
 
   it('does not count a slow but steady upload as silence', async () => {
     const head = 'POST /steady HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Length: 6\r\n\r\n';
-    const answer = await exchange(timed.url, [head, 'a', 600, 'b', 600, 'c', 600, 'd', 600, 'e', 600, 'f']);
+    const answer = await exchange(timed.url, [head, 'a', 600, 'b', 600, 'c', 600, 'd', 600, 'e', 600, 'f'], {
+      waitMs: 30_000,
+    });
     expect(answer.status).toBe(200);
     expect(answer.text).toContain('read 6');
   });
@@ -457,7 +461,7 @@ describe('floodgate serve: slow clients cannot hold the upstream from the others
       const answer = await exchange(
         uncapped.url,
         'GET /ordinary HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
-        { localAddress: '127.0.0.2' },
+        { localAddress: '127.0.0.2', waitMs: 10_000 },
       );
       expect(answer.status).toBe(503);
       expect(answer.text).toContain('application/problem+json');
