@@ -40,7 +40,8 @@ Options:
   --port PORT               port to listen on (default 8080; 0 picks a free one)
 ${STORE_FLAGS_HELP}
   --headers STYLE           draft-6 (default), draft-10, legacy, a comma list, or false
-  --trust-proxy VALUE       trust X-Forwarded-For from: true, a hop count, or addresses/CIDRs
+  --trust-proxy VALUE       trust the proxy headers (X-Forwarded-*, Forwarded) of peers: true, a hop
+                            count, or addresses/CIDRs; others' are dropped and set afresh
   --api-key-header NAME     header holding API keys, part of the limiter key (default x-api-key;
                             false keys by client address only)
   --on-store-error POLICY   open (default: allow) or closed (deny) when the store fails
