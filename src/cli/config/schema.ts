@@ -32,7 +32,7 @@ export interface GatewayConfig {
   readonly port: number;
   readonly upstream: URL | undefined;
   readonly upstreamTimeoutMs: number;
-  /** Longest silence from a client while its request (headers or body) is received. */
+  /** Longest a client may take over its request headers, and longest silence in its body. */
   readonly clientTimeoutMs: number;
   /** Most requests one client address may have in flight upstream at once (per process). */
   readonly clientConcurrency: number;

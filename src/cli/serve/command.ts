@@ -48,8 +48,8 @@ ${STORE_FLAGS_HELP}
   --store-timeout DURATION  longest wait for the store per check (default 100ms)
   --upstream-timeout DUR    longest wait for an upstream connection, and longest silence from the
                             upstream once it has the request or while it takes the body (default 30s)
-  --client-timeout DUR      longest silence from a client while its request (headers or body) is
-                            received; then 408 and the connection is closed (default 30s)
+  --client-timeout DUR      longest a client may take over its request headers, and longest
+                            silence in its body; then 408, connection closed (default 30s)
   --client-concurrency N    most requests one client address may have in flight upstream at once
                             (per process; default 64); past it 429
   --shutdown-timeout DUR    longest wait for in-flight requests on SIGTERM (default 10s)
