@@ -259,15 +259,16 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
         res.end();
         return;
       }
-      // /slow-reader stops reading for a second after each of its first six MiB, as a busy
-      // service would: six seconds of pauses, each shorter than the timeout.
+      // /slow-reader stops reading for a second after each of its first three MiB, as a busy
+      // service would: three seconds of pauses, each shorter than the timeout. The body is far
+      // larger than the socket buffers between them, so the pauses come before it is all sent.
       let bytes = 0;
       try {
         for await (const chunk of req) {
           const before = bytes;
           bytes += (chunk as Buffer).length;
           const mib = Math.floor(bytes / MIB);
-          if (req.url === '/slow-reader' && mib > Math.floor(before / MIB) && mib <= 6) await sleep(1000);
+          if (req.url === '/slow-reader' && mib > Math.floor(before / MIB) && mib <= 3) await sleep(1000);
         }
       } catch {
         return; // the gateway cut the request (a test of that)
@@ -309,7 +310,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
   });
 
   it('does not cut an upstream that is still taking a large body, slowly', async () => {
-    const size = 16 * MIB;
+    const size = 64 * MIB;
     const response = await fetch(`${timed.url}/slow-reader`, {
       method: 'POST',
       body: Buffer.alloc(size, 97),

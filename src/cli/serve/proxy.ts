@@ -7,33 +7,14 @@
  * (forwarded.ts). No client holds upstream capacity from the others: a cap on its requests in
  * flight, a bounded wait for an upstream connection, and idle timeouts on both sides.
  */
-import {
-  Agent,
-  type ClientRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-  request,
-} from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, request } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
 import { METHODS } from '../config/schema.js';
 import { createPeerTrust, setForwarded } from './forwarded.js';
+import { endToEnd, forwardTrailers } from './hop-by-hop.js';
+import { idleTimer, sendProblem } from './reply.js';
 import { createClientSlots } from './slots.js';
 import { originForm } from './target.js';
-
-/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1), plus any named in Connection. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 /** Upstream connections per gateway process; the per-client cap keeps any one client to a share. */
 const MAX_SOCKETS = 512;
@@ -57,53 +38,6 @@ export interface Proxy {
   /** Settles once the reply is done (it adopts the reply, which Fastify makes awaitable). */
   handle(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
   close(): void;
-}
-
-/** Drops hop-by-hop headers and those the Connection header names. */
-export function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const named = new Set(
-    String(headers.connection ?? '')
-      .split(',')
-      .map((token) => token.trim().toLowerCase())
-      .filter(Boolean),
-  );
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
-}
-
-/** Sends a problem+json answer; closes the connection when the client may still be sending a body. */
-export function sendProblem(
-  reply: FastifyReply,
-  status: number,
-  title: string,
-  detail: string,
-  close = false,
-): void {
-  if (close) reply.header('connection', 'close');
-  reply
-    .code(status)
-    .header('cache-control', 'no-store')
-    .type(PROBLEM_CONTENT_TYPE)
-    .send({ type: 'about:blank', title, status, detail });
-}
-
-/** A timer that can be re-armed (each sign of life) and cleared. */
-function idleTimer(ms: number, onIdle: () => void): { arm(): void; clear(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  return {
-    arm() {
-      if (timer === undefined) timer = setTimeout(onIdle, ms);
-      else timer.refresh();
-    },
-    clear() {
-      clearTimeout(timer);
-      timer = undefined;
-    },
-  };
 }
 
 export function createProxy(options: ProxyOptions): Proxy {
@@ -294,19 +228,4 @@ export function createProxy(options: ProxyOptions): Proxy {
     handle,
     close: () => agent.destroy(),
   };
-}
-
-/** Passes on the trailers the upstream declares (Trailer header), read once its body has ended. */
-function forwardTrailers(response: IncomingMessage, reply: FastifyReply): void {
-  const declared = String(response.headers.trailer ?? '')
-    .split(',')
-    .map((name) => name.trim().toLowerCase())
-    .filter(Boolean);
-  for (const name of declared) {
-    try {
-      reply.trailer(name, (_reply, _payload, done) => done(null, response.trailers[name] ?? ''));
-    } catch {
-      // A name Fastify refuses as a trailer (a framing or routing header) is not passed on.
-    }
-  }
 }
