@@ -129,11 +129,17 @@ export function createProxy(options: ProxyOptions): Proxy {
           ? fail('saturated', timeout('no free upstream connection'))
           : fail('timeout', timeout('upstream connect timeout')),
       );
+      // The body bytes still queued on the upstream connection when its timer was (re)armed: any
+      // taken by the upstream since then is a sign of life, even before the queue drains.
+      let queued = 0;
+      const unsent = () => outgoing.socket?.writableLength ?? 0;
       // Silence from the upstream while it should be reading the body or answering. A response
       // paused because the client reads slowly is the client's pace, not the upstream's silence.
       const upstreamTimer = idleTimer(timeoutMs, () => {
-        if (response?.readableFlowing === false) upstreamTimer.arm();
-        else fail('timeout', timeout('upstream timeout'));
+        if (response?.readableFlowing === false || (response === undefined && unsent() < queued)) {
+          queued = unsent();
+          upstreamTimer.arm();
+        } else fail('timeout', timeout('upstream timeout'));
       });
       const clientTimer = idleTimer(options.clientTimeoutMs, () => {
         if (over) return;
@@ -184,7 +190,10 @@ export function createProxy(options: ProxyOptions): Proxy {
             incoming.pause();
             clientTimer.clear();
             // Before the connection, the wait for it is timed (connectTimer).
-            if (connected) upstreamTimer.arm();
+            if (connected) {
+              queued = unsent();
+              upstreamTimer.arm();
+            }
             outgoing.once('drain', () => {
               if (over) return;
               if (response === undefined) upstreamTimer.clear();
