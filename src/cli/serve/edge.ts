@@ -25,13 +25,18 @@ const ANSWERS: Record<string, [number, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout'],
 };
 
+/** The connection's latest response, kept on the socket (a property, cheaper than a WeakMap per request). */
+const RESPONSE = Symbol('floodgate.response');
+type Tracked = Duplex & { [RESPONSE]?: ServerResponse };
+
 /** Answers the requests node:http refuses (400, 408 or 431) without corrupting a response in flight. */
 export function answerClientErrors(server: Server, logger: Logger): void {
-  const current = new WeakMap<Duplex, ServerResponse>();
-  server.on('request', (req, res: ServerResponse) => current.set(req.socket, res));
+  server.on('request', (req, res: ServerResponse) => {
+    (req.socket as Tracked)[RESPONSE] = res;
+  });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     logger.log('debug', 'client_error', { error });
-    const res = current.get(socket);
+    const res = (socket as Tracked)[RESPONSE];
     // A response already under way cannot be followed by another: cut the connection instead.
     if (!socket.writable || (res?.headersSent && !res.writableFinished)) {
       socket.destroy();

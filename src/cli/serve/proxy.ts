@@ -75,7 +75,6 @@ export function createProxy(options: ProxyOptions): Proxy {
       );
       return Promise.resolve(reply);
     }
-    reply.raw.once('close', release);
 
     const headers = endToEnd(incoming.headers);
     if (chunked) headers['transfer-encoding'] = 'chunked';
@@ -136,6 +135,8 @@ export function createProxy(options: ProxyOptions): Proxy {
       // Silence from the upstream while it should be reading the body or answering. A response
       // paused because the client reads slowly is the client's pace, not the upstream's silence.
       const upstreamTimer = idleTimer(timeoutMs, () => {
+        // A response read whole is the client's to take at its own pace.
+        if (response?.readableEnded) return;
         if (response?.readableFlowing === false || (response === undefined && unsent() < queued)) {
           queued = unsent();
           upstreamTimer.arm();
@@ -219,16 +220,16 @@ export function createProxy(options: ProxyOptions): Proxy {
           if (value !== undefined && !reply.hasHeader(name)) reply.header(name, value);
         }
         forwardTrailers(upstreamResponse, reply);
-        upstreamResponse.on('end', () => upstreamTimer.clear());
         upstreamResponse.on('error', (error) => reply.raw.destroy(error));
         reply.send(upstreamResponse);
         resolve(reply);
       });
 
-      reply.raw.on('close', () => {
+      reply.raw.once('close', () => {
         // The client went away before the response was done: stop the upstream work too.
         if (!reply.raw.writableFinished) outgoing.destroy();
         stop();
+        release();
       });
     });
   }
