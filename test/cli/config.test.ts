@@ -121,7 +121,7 @@ describe('gateway config', () => {
       'rules[0].window: required with a numeric limit (or write limit: "5/1m")',
     );
     expect(error({ rules: ['5/1m'], colour: 'blue' })).toBe(
-      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, store, onStoreError, headers, trustProxy, apiKeyHeader, rules, tiers, plans, routes, skip, shutdownTimeout, admin',
+      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, clientTimeout, clientConcurrency, store, onStoreError, headers, trustProxy, apiKeyHeader, rules, tiers, plans, routes, skip, shutdownTimeout, admin',
     );
     expect(error({ routes: [{ path: 'v1/users' }] })).toBe(
       'routes[0].path: "v1/users" must start with / and have no spaces, e.g. /v1/users/:id or /assets/*',
@@ -248,6 +248,23 @@ describe('gateway config', () => {
 
 describe('config from flags and files', () => {
   const flags = (values: Record<string, string | string[]>) => ({ values, positionals: [] });
+
+  it('reads --client-timeout and --client-concurrency (defaults 30s and 64), naming the flag in errors', async () => {
+    expect(parseGatewayConfig({})).toMatchObject({ clientTimeoutMs: 30_000, clientConcurrency: 64 });
+    const config = await loadConfig(flags({ 'client-timeout': '5s', 'client-concurrency': '8' }), {});
+    expect(config).toMatchObject({ clientTimeoutMs: 5000, clientConcurrency: 8 });
+    expect(parseGatewayConfig({ clientTimeout: '2s', clientConcurrency: 3 })).toMatchObject({
+      clientTimeoutMs: 2000,
+      clientConcurrency: 3,
+    });
+    await expect(loadConfig(flags({ 'client-concurrency': '0' }), {})).rejects.toThrow(
+      '--client-concurrency: 0 must be an integer from 1 to 100000',
+    );
+    await expect(loadConfig(flags({ 'client-concurrency': 'many' }), {})).rejects.toThrow(
+      '--client-concurrency: "many" must be an integer from 1 to 100000',
+    );
+    await expect(loadConfig(flags({ 'client-timeout': 'soon' }), {})).rejects.toThrow(/^--client-timeout: /);
+  });
 
   it('folds flags over the file and REDIS_URL, naming the flag in errors', async () => {
     const config = await loadConfig(

@@ -37,6 +37,7 @@ const FIELD_FLAGS: Record<string, string> = {
   'api-key-header': 'apiKeyHeader',
   'shutdown-timeout': 'shutdownTimeout',
   'upstream-timeout': 'upstreamTimeout',
+  'client-timeout': 'clientTimeout',
 };
 
 /** Reads and validates the configuration from `--config`, the flags and the environment. */
@@ -176,6 +177,11 @@ function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.Pro
       labels['admin.port'] = '--admin-port';
     }
     raw.admin = admin;
+  }
+  const concurrency = stringOption(parsed, 'client-concurrency');
+  if (concurrency !== undefined) {
+    raw.clientConcurrency = /^\d+$/.test(concurrency) ? Number(concurrency) : concurrency;
+    labels.clientConcurrency = '--client-concurrency';
   }
   const port = stringOption(parsed, 'port');
   if (port !== undefined) {

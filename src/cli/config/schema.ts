@@ -34,6 +34,10 @@ export interface GatewayConfig {
   readonly port: number;
   readonly upstream: URL | undefined;
   readonly upstreamTimeoutMs: number;
+  /** Longest a client may take over its request headers, and longest silence in its body. */
+  readonly clientTimeoutMs: number;
+  /** Most requests one client address may have in flight upstream at once (per process). */
+  readonly clientConcurrency: number;
   readonly redis: RedisTarget | undefined;
   readonly prefix: string;
   readonly storeTimeoutMs: number;
@@ -62,6 +66,8 @@ const TOP_FIELDS = [
   'port',
   'upstream',
   'upstreamTimeout',
+  'clientTimeout',
+  'clientConcurrency',
   'store',
   'onStoreError',
   'headers',
@@ -138,6 +144,12 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
     upstream: raw.upstream === undefined ? undefined : parseUpstream(raw.upstream, at('upstream')),
     upstreamTimeoutMs:
       raw.upstreamTimeout === undefined ? 30_000 : durationAt(raw.upstreamTimeout, at('upstreamTimeout')),
+    clientTimeoutMs:
+      raw.clientTimeout === undefined ? 30_000 : durationAt(raw.clientTimeout, at('clientTimeout')),
+    clientConcurrency:
+      raw.clientConcurrency === undefined
+        ? 64
+        : integerAt(raw.clientConcurrency, at('clientConcurrency'), 1, 100_000),
     redis,
     prefix:
       store.prefix === undefined

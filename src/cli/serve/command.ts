@@ -23,6 +23,7 @@ import type { GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
 import { type AdminListener, startAdmin } from './admin.js';
 import { configWarnings, describeConfig, summary } from './describe.js';
+import { answerClientErrors, edgeServerOptions } from './edge.js';
 import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.js';
 import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
@@ -46,12 +47,18 @@ Options:
   --admin-port PORT         port of the admin listener (default 9477; 0 turns it off)
 ${STORE_FLAGS_HELP}
   --headers STYLE           draft-6 (default), draft-10, legacy, a comma list, or false
-  --trust-proxy VALUE       trust X-Forwarded-For from: true, a hop count, or addresses/CIDRs
+  --trust-proxy VALUE       trust the proxy headers (X-Forwarded-*, Forwarded) of peers: true, a hop
+                            count, or addresses/CIDRs; others' are dropped and set afresh
   --api-key-header NAME     header of the API keys listed in tiers.keys (it must be tiers.header);
                             false keys every request by its client address
   --on-store-error POLICY   open (default: allow) or closed (deny) when the store fails
   --store-timeout DURATION  longest wait for the store per check (default 100ms)
-  --upstream-timeout DUR    longest wait for the upstream (default 30s)
+  --upstream-timeout DUR    longest wait for an upstream connection, and longest silence from the
+                            upstream once it has the request or while it takes the body (default 30s)
+  --client-timeout DUR      longest a client may take over its request headers, and longest
+                            silence in its body; then 408, connection closed (default 30s)
+  --client-concurrency N    most requests one client address may have in flight upstream at once
+                            (per process; default 64); past it 429
   --shutdown-timeout DUR    longest wait for in-flight requests on SIGTERM (default 10s)
   --log-level LEVEL         debug, info (default: one line per request), warn or error
   --check                   validate the configuration as start would, print it, and exit
@@ -75,6 +82,8 @@ const OPTIONS = {
   'on-store-error': { type: 'string' },
   'store-timeout': { type: 'string' },
   'upstream-timeout': { type: 'string' },
+  'client-timeout': { type: 'string' },
+  'client-concurrency': { type: 'string' },
   'shutdown-timeout': { type: 'string' },
   'log-level': { type: 'string' },
   check: { type: 'boolean' },
@@ -167,14 +176,11 @@ async function start(
   }
 
   let draining = false;
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer(edgeServerOptions(config.clientTimeoutMs), (req, res) => {
     if (draining) res.setHeader('connection', 'close');
     gateway.handle(req, res);
   });
-  server.on('clientError', (error, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    logger.log('debug', 'client_error', { error });
-  });
+  answerClientErrors(server, logger);
   try {
     server.listen(config.port, config.host);
     await once(server, 'listening');
@@ -228,6 +234,7 @@ async function start(
       const previous = gateway;
       gateway = nextGateway;
       config = next;
+      server.headersTimeout = next.clientTimeoutMs;
       store = nextStore;
       metrics.reloads.inc({ result: 'ok' });
       logger.info('reloaded', { store: store.label, ...summary(config) });

@@ -70,6 +70,9 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
       : createProxy({
           upstream: config.upstream,
           timeoutMs: config.upstreamTimeoutMs,
+          clientTimeoutMs: config.clientTimeoutMs,
+          clientConcurrency: config.clientConcurrency,
+          trustProxy: config.trustProxy,
           onUpstreamError: (reason, error) => {
             metrics.upstreamErrors.inc({ reason });
             logger.warn('upstream_error', { reason, error });

@@ -160,7 +160,7 @@ export function gatewayMetrics(registry: Registry = createRegistry()) {
     ),
     upstreamErrors: registry.counter(
       'floodgate_upstream_errors_total',
-      'Requests the upstream could not answer (502/504), by reason.',
+      'Requests the upstream could not answer (502/503/504), by reason.',
     ),
     inFlight: registry.gauge('floodgate_in_flight_requests', 'Requests being handled right now.'),
     reloads: registry.counter('floodgate_config_reloads_total', 'Configuration reloads (SIGHUP), by result.'),

@@ -1,145 +1,236 @@
 /**
  * The streaming reverse proxy behind `floodgate serve --upstream URL`, on node:http alone:
  * method, path, query, headers and body go to the upstream as they arrive, and its response
- * comes back the same way. Hop-by-hop headers are dropped in both directions, X-Forwarded-For
- * is appended to, and an upstream that cannot answer becomes a 502 (or 504 on timeout).
+ * (trailers included) comes back the same way. A request body is always forwarded framed
+ * (Content-Length or chunked), so the upstream reads exactly one request per client request.
+ * Hop-by-hop headers are dropped in both directions and the proxy headers are the gateway's
+ * (forwarded.ts). No client holds upstream capacity from the others: a cap on its requests in
+ * flight, a bounded wait for an upstream connection, and idle timeouts on both sides.
  */
-import {
-  Agent,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-  request,
-} from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, request } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { METHODS } from '../config/schema.js';
+import { createPeerTrust, setForwarded } from './forwarded.js';
+import { endToEnd, forwardTrailers } from './hop-by-hop.js';
+import { idleTimer, sendProblem } from './reply.js';
+import { createClientSlots } from './slots.js';
+import { originForm } from './target.js';
 
-/** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1), plus any named in Connection. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
+/** Upstream connections per gateway process; the per-client cap keeps any one client to a share. */
+const MAX_SOCKETS = 512;
+
+export type UpstreamFailure = 'unavailable' | 'timeout' | 'saturated';
 
 export interface ProxyOptions {
   upstream: URL;
-  /** Longest wait for the upstream's response headers, and longest silence while streaming. */
+  /** Longest wait for an upstream connection, for the upstream to take the next piece of the body, for its response, and between its chunks. */
   timeoutMs: number;
-  /** Called when the upstream could not answer: 'unavailable' (connection failed) or 'timeout'. */
-  onUpstreamError?: (reason: 'unavailable' | 'timeout', error: Error) => void;
+  /** Longest silence from a client while its request body is forwarded. */
+  clientTimeoutMs: number;
+  /** Most requests one client address may have in flight upstream. */
+  clientConcurrency: number;
+  trustProxy: boolean | number | string;
+  /** Called when the upstream could not answer: connection failed, timed out, or none free in time. */
+  onUpstreamError?: (reason: UpstreamFailure, error: Error) => void;
 }
 
 export interface Proxy {
-  handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply>;
+  /** Settles once the reply is done (it adopts the reply, which Fastify makes awaitable). */
+  handle(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
   close(): void;
-}
-
-/** Drops hop-by-hop headers and those the Connection header names. */
-export function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const named = new Set(
-    String(headers.connection ?? '')
-      .split(',')
-      .map((token) => token.trim().toLowerCase())
-      .filter(Boolean),
-  );
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
 }
 
 export function createProxy(options: ProxyOptions): Proxy {
   const { upstream, timeoutMs } = options;
-  const agent = new Agent({ keepAlive: true, maxSockets: 512 });
+  const agent = new Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
   const basePath = upstream.pathname.replace(/\/+$/, '');
+  const isTrustedPeer = createPeerTrust(options.trustProxy);
+  const slots = createClientSlots(options.clientConcurrency);
 
-  function handle(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  function handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const incoming = req.raw;
+    // node:http has already refused every malformed framing; what is left is chunked or a length.
+    const chunked = incoming.headers['transfer-encoding'] !== undefined;
+    const hasBody = chunked || Number(incoming.headers['content-length'] ?? 0) > 0;
+    const target = originForm(incoming.url ?? '/');
+    if (target === '*') {
+      // Asterisk-form is about the server itself: the gateway answers it, never the upstream.
+      if (req.method === 'OPTIONS') reply.code(204).header('allow', METHODS.join(', ')).send();
+      else sendProblem(reply, 400, 'Bad Request', 'the target * is only for OPTIONS', hasBody);
+      return Promise.resolve(reply);
+    }
+    if (target === undefined) {
+      sendProblem(reply, 400, 'Bad Request', 'the request target is not a valid URL', hasBody);
+      return Promise.resolve(reply);
+    }
+    const release = slots.acquire(req.ip);
+    if (release === undefined) {
+      reply.header('retry-after', '1');
+      sendProblem(
+        reply,
+        429,
+        'Too Many Requests',
+        'too many requests from this client in flight at once',
+        hasBody,
+      );
+      return Promise.resolve(reply);
+    }
+
     const headers = endToEnd(incoming.headers);
-    const client = incoming.socket.remoteAddress ?? '';
-    const forwarded = incoming.headers['x-forwarded-for'];
-    headers['x-forwarded-for'] = forwarded ? `${forwarded}, ${client}` : client;
-    headers['x-forwarded-proto'] ??= 'http';
-    if (incoming.headers.host !== undefined) headers['x-forwarded-host'] ??= incoming.headers.host;
+    if (chunked) headers['transfer-encoding'] = 'chunked';
+    setForwarded(incoming, headers, isTrustedPeer(incoming.socket.remoteAddress ?? ''));
     headers.host = upstream.host;
 
-    return new Promise((resolve) => {
-      let settled = false;
-      let clientGone = false;
-      const finish = () => {
-        if (!settled) {
-          settled = true;
-          resolve(reply);
-        }
+    return new Promise<unknown>((resolve) => {
+      // Set once the exchange is over (answered, failed or cut); the timers stop then.
+      let over = false;
+      let response: IncomingMessage | undefined;
+      const stop = () => {
+        over = true;
+        connectTimer.clear();
+        clientTimer.clear();
+        upstreamTimer.clear();
+        resolve(reply);
       };
-      const outgoing = request({
+      const outgoing: ClientRequest = request({
         protocol: 'http:',
         hostname: upstream.hostname,
         port: upstream.port || 80,
         method: incoming.method,
-        path: basePath + (incoming.url ?? '/'),
+        path: basePath + target,
         headers,
         agent,
-        timeout: timeoutMs,
       });
 
-      const fail = (reason: 'unavailable' | 'timeout', error: Error) => {
+      const fail = (reason: UpstreamFailure, error: Error) => {
+        if (over) return;
         options.onUpstreamError?.(reason, error);
-        if (reply.sent || reply.raw.headersSent) {
+        outgoing.destroy();
+        if (response !== undefined || reply.raw.headersSent) {
           // Mid-stream: the only honest signal left is to cut the connection.
           reply.raw.destroy(error);
-          finish();
-          return;
+        } else {
+          const [status, title, detail] =
+            reason === 'timeout'
+              ? [504, 'Gateway Timeout', 'the upstream did not answer in time']
+              : reason === 'saturated'
+                ? [503, 'Service Unavailable', 'no upstream connection became free in time']
+                : [502, 'Bad Gateway', 'the upstream is unavailable'];
+          sendProblem(reply, status, title, detail, hasBody && !incoming.complete);
         }
-        const status = reason === 'timeout' ? 504 : 502;
-        reply
-          .code(status)
-          .header('cache-control', 'no-store')
-          .type('application/problem+json')
-          .send({
-            type: 'about:blank',
-            title: status === 504 ? 'Gateway Timeout' : 'Bad Gateway',
-            status,
-            detail:
-              reason === 'timeout' ? 'the upstream did not answer in time' : 'the upstream is unavailable',
-          });
-        finish();
+        stop();
       };
+      const timeout = (message: string) => Object.assign(new Error(message), { code: 'ETIMEDOUT' });
 
-      outgoing.on('timeout', () =>
-        outgoing.destroy(Object.assign(new Error('upstream timeout'), { code: 'ETIMEDOUT' })),
+      // No socket (or no connection) within the timeout: the pool is full or the upstream unreachable.
+      const connectTimer = idleTimer(timeoutMs, () =>
+        outgoing.socket === null || outgoing.socket === undefined
+          ? fail('saturated', timeout('no free upstream connection'))
+          : fail('timeout', timeout('upstream connect timeout')),
       );
-      outgoing.on('error', (error: NodeJS.ErrnoException) => {
-        if (clientGone) return;
-        fail(error.code === 'ETIMEDOUT' ? 'timeout' : 'unavailable', error);
+      // The body bytes still queued on the upstream connection when its timer was (re)armed: any
+      // taken by the upstream since then is a sign of life, even before the queue drains.
+      let queued = 0;
+      const unsent = () => outgoing.socket?.writableLength ?? 0;
+      // Silence from the upstream while it should be reading the body or answering. A response
+      // paused because the client reads slowly is the client's pace, not the upstream's silence.
+      const upstreamTimer = idleTimer(timeoutMs, () => {
+        // A response read whole is the client's to take at its own pace.
+        if (response?.readableEnded) return;
+        if (response?.readableFlowing === false || (response === undefined && unsent() < queued)) {
+          queued = unsent();
+          upstreamTimer.arm();
+        } else fail('timeout', timeout('upstream timeout'));
       });
-      outgoing.on('response', (response: IncomingMessage) => {
-        reply.code(response.statusCode ?? 502);
-        for (const [name, value] of Object.entries(endToEnd(response.headers))) {
+      const clientTimer = idleTimer(options.clientTimeoutMs, () => {
+        if (over) return;
+        outgoing.destroy();
+        if (response !== undefined || reply.raw.headersSent) reply.raw.destroy();
+        else
+          sendProblem(
+            reply,
+            408,
+            'Request Timeout',
+            'the client was silent while sending its request body',
+            true,
+          );
+        stop();
+      });
+      connectTimer.arm();
+
+      const upstreamAlive = () => {
+        if (response !== undefined) upstreamTimer.arm();
+      };
+      let connected = false;
+      outgoing.on('socket', (socket) => {
+        const onConnected = () => {
+          if (over) return;
+          connected = true;
+          connectTimer.clear();
+          // Any byte from the upstream is a sign of life (the response is read from this socket).
+          socket.on('data', upstreamAlive);
+          outgoing.once('close', () => socket.off('data', upstreamAlive));
+        };
+        if (socket.connecting) socket.once('connect', onConnected);
+        else onConnected();
+      });
+      // Until a connection is there, node:http holds what is written (with the head, in one write).
+      if (hasBody) pumpBody();
+      else outgoing.end();
+      // The request is whole at the upstream: now it is the upstream's turn to answer.
+      outgoing.on('finish', () => {
+        if (!over && response === undefined) upstreamTimer.arm();
+      });
+
+      function pumpBody(): void {
+        clientTimer.arm();
+        incoming.on('data', (chunk: Buffer) => {
+          clientTimer.arm();
+          if (!outgoing.write(chunk)) {
+            // The upstream is taking the body slowly: its pace, not the client's silence.
+            incoming.pause();
+            clientTimer.clear();
+            // Before the connection, the wait for it is timed (connectTimer).
+            if (connected) {
+              queued = unsent();
+              upstreamTimer.arm();
+            }
+            outgoing.once('drain', () => {
+              if (over) return;
+              if (response === undefined) upstreamTimer.clear();
+              clientTimer.arm();
+              incoming.resume();
+            });
+          }
+        });
+        incoming.on('end', () => {
+          clientTimer.clear();
+          outgoing.end();
+        });
+      }
+
+      outgoing.on('error', (error: NodeJS.ErrnoException) => fail('unavailable', error));
+      outgoing.on('response', (upstreamResponse: IncomingMessage) => {
+        if (over) return;
+        response = upstreamResponse;
+        upstreamTimer.arm();
+        reply.code(upstreamResponse.statusCode ?? 502);
+        for (const [name, value] of Object.entries(endToEnd(upstreamResponse.headers))) {
           // The gateway's own headers (rate limits) win over the upstream's.
           if (value !== undefined && !reply.hasHeader(name)) reply.header(name, value);
         }
-        response.on('error', (error) => reply.raw.destroy(error));
-        reply.send(response);
-        finish();
+        forwardTrailers(upstreamResponse, reply);
+        upstreamResponse.on('error', (error) => reply.raw.destroy(error));
+        reply.send(upstreamResponse);
+        resolve(reply);
       });
 
-      // The client went away before the response was done: stop the upstream work too.
-      reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) {
-          clientGone = true;
-          outgoing.destroy();
-          finish();
-        }
+      reply.raw.once('close', () => {
+        // The client went away before the response was done: stop the upstream work too.
+        if (!reply.raw.writableFinished) outgoing.destroy();
+        stop();
+        release();
       });
-      incoming.pipe(outgoing);
     });
   }
 
