@@ -135,7 +135,7 @@ afterAll(async () => {
 });
 
 describe('floodgate serve: reverse proxy on Redis', () => {
-  it('forwards method, path, query, headers and body; strips hop-by-hop headers; sets X-Forwarded-For afresh for an untrusted peer', async () => {
+  it('forwards method, path, query, headers and body; strips hop-by-hop headers; appends the peer to a trusted proxy’s X-Forwarded-For', async () => {
     const response = await rawRequest(`${a.url}/v1/items/created?q=1&r=two`, {
       method: 'POST',
       headers: {
@@ -157,8 +157,8 @@ describe('floodgate serve: reverse proxy on Redis', () => {
     });
     expect(seen?.headers['x-custom']).toBe('kept');
     expect(seen?.headers['content-type']).toBe('application/json');
-    // Without --trust-proxy the client's own X-Forwarded-For is not passed on.
-    expect(seen?.headers['x-forwarded-for']).toBe('127.0.0.1');
+    // These gateways trust loopback peers (serve-http.test.ts covers untrusted ones).
+    expect(seen?.headers['x-forwarded-for']).toBe('203.0.113.7, 127.0.0.1');
     expect(seen?.headers.host).toBe(`127.0.0.1:${upstream.port}`);
     expect(seen?.headers['x-client-hop']).toBeUndefined();
     expect(seen?.headers.te).toBeUndefined();

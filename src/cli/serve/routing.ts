@@ -10,6 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { MALFORMED_PATH_PROBLEM, normalizeTarget } from './paths.js';
+import { originForm } from './target.js';
 
 const CONSTRAINT = 'floodgatePathCase';
 type CaseMode = 'exact' | 'folded';
@@ -53,7 +54,10 @@ export function prepareRouting(
   res: ServerResponse,
   anyCaseSensitive: boolean,
 ): boolean {
-  const target = normalizeTarget(req.url);
+  // Absolute-form is matched (and forwarded) by its path; `*` is left for the proxy to answer.
+  const form = originForm(req.url ?? '/');
+  if (form === '*') return true;
+  const target = form === undefined ? undefined : normalizeTarget(form);
   if (target === undefined) {
     res.writeHead(400, {
       'content-type': 'application/problem+json',
