@@ -21,15 +21,28 @@ export function sendProblem(
     .send({ type: 'about:blank', title, status, detail });
 }
 
-/** A timer that can be re-armed (each sign of life) and cleared. */
+/**
+ * A timer that can be re-armed (each sign of life) and cleared. Its verdict waits for the event
+ * loop's next I/O phase: when this process was busy past the deadline, bytes that arrived in
+ * time are read (and re-arm it) before silence is declared.
+ */
 export function idleTimer(ms: number, onIdle: () => void): { arm(): void; clear(): void } {
   let timer: NodeJS.Timeout | undefined;
+  let signs = 0;
+  const expire = () => {
+    const seen = signs;
+    setImmediate(() => {
+      if (signs === seen && timer !== undefined) onIdle();
+    });
+  };
   return {
     arm() {
-      if (timer === undefined) timer = setTimeout(onIdle, ms);
+      signs++;
+      if (timer === undefined) timer = setTimeout(expire, ms);
       else timer.refresh();
     },
     clear() {
+      signs++;
       clearTimeout(timer);
       timer = undefined;
     },
