@@ -1,7 +1,8 @@
 /**
- * The package as users get it: build, pack the tarball, install it into a fresh project, then
- * import it from ESM and require it from CommonJS, run a check in each, and type-check a
- * TypeScript consumer under both module conditions. The only slow file of the suite (~20 s).
+ * The package as users get it: pack the tarball (its `prepack` builds it), install it into a fresh
+ * project, then import it from ESM and require it from CommonJS, run a check in each, type-check a
+ * TypeScript consumer under both module conditions, and type-check and run every code snippet of
+ * README.md and docs/ against it. The only slow file of the suite.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,6 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkSnippets, documentationSnippets } from './docs/snippets.js';
+import { startRedisServer } from './support/redis-server.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -30,7 +33,6 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'floodgate-package-'));
   project = join(work, 'consumer');
   installed = join(project, 'node_modules', 'floodgate');
-  await run('npm', ['run', 'build'], { cwd: ROOT });
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: ROOT });
   const [packed] = JSON.parse(stdout) as [{ filename: string; files: PackedFile[] }];
   packedFiles = packed.files.map((file) => file.path);
@@ -169,6 +171,32 @@ createLimiter({ rules: { algorithm: 'gcra', limit: 1, window: '1 week' } });
       const files = stdout.split('\n');
       expect(files.some((file) => file.endsWith('node_modules/floodgate/dist/esm/index.d.ts'))).toBe(true);
       expect(files.some((file) => file.endsWith('node_modules/floodgate/dist/cjs/index.d.ts'))).toBe(true);
+    },
+    SLOW,
+  );
+});
+
+describe('the code snippets of README.md and docs/', () => {
+  it(
+    'type-check (strict, nodenext) and run against the packed package, on a throwaway Redis',
+    async () => {
+      const snippets = documentationSnippets(ROOT);
+      expect(snippets.length).toBeGreaterThan(10);
+      const server = await startRedisServer();
+      try {
+        const { typeErrors, outcomes } = await checkSnippets({
+          root: ROOT,
+          dir: join(project, 'docs-snippets'),
+          snippets,
+          env: { REDIS_URL: server.url },
+          timeoutMs: 15_000,
+        });
+        expect(typeErrors).toBe('');
+        const runnable = snippets.filter((snippet) => snippet.run).map((snippet) => snippet.origin);
+        expect(outcomes).toEqual(Object.fromEntries(runnable.map((origin) => [origin, 'ok'])));
+      } finally {
+        await server.stop();
+      }
     },
     SLOW,
   );
