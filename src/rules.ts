@@ -2,7 +2,8 @@
  * Rule options: the one place where a rule is validated and turned into the resolved form the
  * rest of the code trusts. Every error names the option, the value and what is allowed.
  */
-import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName, type AnyAlgorithm } from './algorithms/index.js';
+import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
+import type { ResolvedRule } from './core/types.js';
 import { type Duration, describe, parseDuration } from './duration.js';
 
 /** One limit a key must stay under. */
@@ -20,17 +21,6 @@ export interface RuleOptions {
   window: Duration;
   /** token-bucket and gcra only: the bucket's capacity, the largest burst. Default: `limit`. */
   burst?: number;
-}
-
-/** A validated rule. `limit`, `windowMs` and `capacity` are what the algorithms compute with. */
-export interface ResolvedRule {
-  readonly name: string;
-  readonly algorithm: AnyAlgorithm;
-  readonly limit: number;
-  readonly windowMs: number;
-  readonly capacity: number;
-  /** Appended to a key's head to make this rule's base Redis key: `:<name>:<algorithm tag>`. */
-  readonly keyTail: string;
 }
 
 /**

@@ -3,11 +3,12 @@
  * key forms via --ip/--api-key), the configuration's distinct rules, and the Redis keys of a key.
  */
 import { ALGORITHMS } from '../algorithms/index.js';
+import { keyHead } from '../core/key-encoding.js';
+import type { ResolvedRule } from '../core/types.js';
 import { DEFAULT_IPV6_SUBNET } from '../http/ip.js';
 import { addressKey, hashApiKey, UNKNOWN_CLIENT } from '../http/keys.js';
-import { keyHead } from '../keys.js';
 import { createLimiter } from '../limiter.js';
-import { type ResolvedRule, type RuleOptions, resolveRules } from '../rules.js';
+import { type RuleOptions, resolveRules } from '../rules.js';
 import { redisStore } from '../stores/redis.js';
 import { integerOption, parseCommandArgs, stringOption, UsageError } from './args.js';
 import { loadConfig, STORE_FLAGS } from './config/load.js';

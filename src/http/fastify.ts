@@ -26,7 +26,7 @@ import type {
   onRequestHookHandler,
   RouteOptions,
 } from 'fastify';
-import type { Decision } from '../decision.js';
+import type { Decision } from '../core/decision.js';
 import { describe } from '../duration.js';
 import { createGuard, type Guard, moreRestrictive, nodeHeader, problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';

@@ -3,7 +3,7 @@
  * request path trusts the resolved form. Errors name the option and what it accepts, in the
  * same style as the rule errors.
  */
-import type { Decision } from '../decision.js';
+import type { Decision } from '../core/decision.js';
 import { describe } from '../duration.js';
 import { createLimiter, type Limiter } from '../limiter.js';
 import type { RuleOptions } from '../rules.js';

@@ -4,15 +4,12 @@
  * that enforces the same rules locally). It reports what happened through `degraded` and events;
  * it never retries a failed or timed-out call, which may already have been applied.
  */
-import type { ResolvedRule } from '../rules.js';
+import { answerLocally } from '../core/local-answers.js';
+import type { Degraded, ResolvedRule } from '../core/types.js';
 import { StoreClosedError } from '../stores/closed.js';
 import type { EvaluateReply, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
 import { createDeadlines, TIMED_OUT } from './deadline.js';
-import { answerLocally } from './local-answers.js';
-
-/** Why a decision was not made by the configured store: `false` when it was. */
-export type Degraded = false | 'timeout' | 'unavailable' | 'error';
 
 /** `'open'`: allow and flag; `'closed'`: deny and flag; a Store: enforce the rules there instead. */
 export type StoreErrorPolicy = 'open' | 'closed' | Store;

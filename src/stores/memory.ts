@@ -5,11 +5,11 @@
  * operators) live in a map of their own, outside that bound.
  */
 
-import { RAW_FIELDS } from '../decision.js';
+import { RAW_FIELDS } from '../core/decision.js';
+import { keyHead, splitHead } from '../core/key-encoding.js';
+import { createLru, type LruEntry } from '../core/lru.js';
+import type { ResolvedRule } from '../core/types.js';
 import { describe } from '../duration.js';
-import { keyHead, splitHead } from '../keys.js';
-import { createLru, type LruEntry } from '../lru.js';
-import type { ResolvedRule } from '../rules.js';
 import { rejectUnknownOptions } from './options.js';
 import type { EvaluateReply, Store, StoredOverride } from './types.js';
 

@@ -7,7 +7,7 @@
  * A failed call fails every check in it; none is ever re-sent.
  */
 import type { Script } from '../algorithms/script.js';
-import { RAW_FIELDS } from '../decision.js';
+import { RAW_FIELDS } from '../core/decision.js';
 import { isOutOfMemoryError } from './redis-client.js';
 
 /**

@@ -13,10 +13,10 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BASE_SCRIPT, type Script, scriptFor } from '../algorithms/script.js';
-import { RAW_FIELDS } from '../decision.js';
+import { RAW_FIELDS } from '../core/decision.js';
+import { keyHead, overrideKey, overrideRegistryKey } from '../core/key-encoding.js';
+import type { ResolvedRule } from '../core/types.js';
 import { describe } from '../duration.js';
-import { keyHead, overrideKey, overrideRegistryKey } from '../keys.js';
-import type { ResolvedRule } from '../rules.js';
 import { StoreClosedError } from './closed.js';
 import { rejectUnknownOptions } from './options.js';
 import { createBatcher, MAX_BATCH_KEYS } from './redis-batch.js';

@@ -4,7 +4,7 @@
  * each key's runtime override as an opaque string (the limiter interprets it) and checks it on
  * the way, so the hot path needs no extra round trip.
  */
-import type { ResolvedRule } from '../rules.js';
+import type { ResolvedRule } from '../core/types.js';
 
 /**
  * A store's answer to `evaluate` when asked to check the key's override (`overrideSeen`) and it

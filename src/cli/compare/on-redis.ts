@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ALGORITHMS } from '../../algorithms/index.js';
 import { scriptFor } from '../../algorithms/script.js';
-import { keyHead } from '../../keys.js';
+import { keyHead } from '../../core/key-encoding.js';
 import { createLimiter } from '../../limiter.js';
 import { redisStore } from '../../stores/redis.js';
 import type { Scenario } from './scenarios.js';

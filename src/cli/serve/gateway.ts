@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type { Decision } from '../../decision.js';
+import type { Decision } from '../../core/decision.js';
 import { type FloodgateOptions, type FloodgateRouteOptions, floodgate } from '../../http/fastify.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';

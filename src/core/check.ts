@@ -4,19 +4,20 @@
  * (then it is taken in and the check is sent again); a block; the decision, and the ticket a
  * later `settle` needs.
  */
+
+import { describe } from '../duration.js';
+import type { StoreCaller } from '../resilience/store-caller.js';
+import { positiveInteger } from '../rules.js';
+import { type CachedHead, evaluatorForCachedHeads } from '../stores/memory.js';
+import type { Store } from '../stores/types.js';
 import { type Decision, decide, RAW_FIELDS } from './decision.js';
-import { describe } from './duration.js';
-import { encodeKey, headOf, MAX_ENCODED_KEY } from './keys.js';
-import type { CheckOptions } from './limiter.js';
+import type { DenyCache } from './deny-cache.js';
+import { encodeKey, headOf, MAX_ENCODED_KEY } from './key-encoding.js';
+import { answerLocally } from './local-answers.js';
 import { type KnownOverride, type OverrideCache, resolveOverride } from './overrides.js';
 import type { Plans, RuleSet } from './plans.js';
-import type { DenyCache } from './resilience/deny-cache.js';
-import { answerLocally } from './resilience/local-answers.js';
-import type { Degraded, StoreCaller } from './resilience/store-caller.js';
-import { positiveInteger, type ResolvedRule } from './rules.js';
 import type { Tickets } from './settle.js';
-import { type CachedHead, evaluatorForCachedHeads } from './stores/memory.js';
-import type { Store } from './stores/types.js';
+import type { CheckOptions, Degraded, ResolvedRule } from './types.js';
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T>)?.then === 'function';

@@ -3,9 +3,8 @@
  * rule from the memory store and from the Lua script) into the plain `Decision` users see.
  * This is the only place where the all-or-nothing view across rules is composed.
  */
-import { NEVER } from './algorithms/index.js';
-import type { Degraded } from './resilience/store-caller.js';
-import type { ResolvedRule } from './rules.js';
+import { NEVER } from '../algorithms/index.js';
+import type { Degraded, ResolvedRule } from './types.js';
 
 /** What one rule says about one request. */
 export interface RuleDecision {
