@@ -24,9 +24,9 @@ export type { Limiter, LimiterEvents, LimiterOptions, RuleInfo } from './limiter
 export { createLimiter } from './limiter.js';
 export type { RuleOptions } from './rules.js';
 export { StoreClosedError } from './stores/closed.js';
-export type { MemoryStoreOptions } from './stores/memory.js';
-export { memoryStore } from './stores/memory.js';
-export type { RedisStore, RedisStoreOptions } from './stores/redis.js';
-export { redisStore } from './stores/redis.js';
-export type { RedisClientLike, ScriptRunner } from './stores/redis-client.js';
+export type { MemoryStoreOptions } from './stores/memory/store.js';
+export { memoryStore } from './stores/memory/store.js';
+export type { RedisClientLike, ScriptRunner } from './stores/redis/client.js';
+export type { RedisStore, RedisStoreOptions } from './stores/redis/store.js';
+export { redisStore } from './stores/redis/store.js';
 export type { EvaluateReply, OverrideChanged, Store, StoredOverride, StoreWarning } from './stores/types.js';

@@ -24,7 +24,7 @@ import { createLifecycle, LimiterClosedError } from './lifecycle.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
 import { createStoreCaller, type StoreErrorPolicy } from './resilience/store-caller.js';
 import { positiveInteger, type RuleOptions } from './rules.js';
-import { memoryStore } from './stores/memory.js';
+import { memoryStore } from './stores/memory/store.js';
 import type { Store, StoreWarning } from './stores/types.js';
 
 export interface LimiterOptions {

@@ -9,7 +9,7 @@ import { DEFAULT_IPV6_SUBNET } from '../http/ip.js';
 import { addressKey, hashApiKey, UNKNOWN_CLIENT } from '../http/keys.js';
 import { createLimiter } from '../limiter.js';
 import { type RuleOptions, resolveRules } from '../rules.js';
-import { redisStore } from '../stores/redis.js';
+import { redisStore } from '../stores/redis/store.js';
 import { integerOption, parseCommandArgs, stringOption, UsageError } from './args.js';
 import { loadConfig, STORE_FLAGS } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';

@@ -6,7 +6,7 @@
 import { createOverrideAdmin, type Override } from '../core/overrides.js';
 import type { RuleOptions } from '../rules.js';
 import { formatDuration } from '../rules.js';
-import { redisStore } from '../stores/redis.js';
+import { redisStore } from '../stores/redis/store.js';
 import {
   asUsageError,
   durationOption,

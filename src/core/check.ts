@@ -8,7 +8,7 @@
 import { describe } from '../duration.js';
 import type { StoreCaller } from '../resilience/store-caller.js';
 import { positiveInteger } from '../rules.js';
-import { type CachedHead, evaluatorForCachedHeads } from '../stores/memory.js';
+import { type CachedHead, evaluatorForCachedHeads } from '../stores/memory/store.js';
 import type { Store } from '../stores/types.js';
 import { type Decision, decide, RAW_FIELDS } from './decision.js';
 import type { DenyCache } from './deny-cache.js';

@@ -8,7 +8,6 @@
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../src/algorithms/index.js';
-import { CHECK_SCRIPT, CHECK_SCRIPT_SHA, scriptFor } from '../../src/algorithms/script.js';
 import {
   createLimiter,
   type Limiter,
@@ -16,6 +15,7 @@ import {
   redisStore,
   type ScriptRunner,
 } from '../../src/index.js';
+import { CHECK_SCRIPT, CHECK_SCRIPT_SHA, scriptFor } from '../../src/stores/redis/script.js';
 import { commandCalls, type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 

@@ -7,10 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ALGORITHMS } from '../../algorithms/index.js';
-import { scriptFor } from '../../algorithms/script.js';
 import { keyHead } from '../../core/key-encoding.js';
 import { createLimiter } from '../../limiter.js';
-import { redisStore } from '../../stores/redis.js';
+import { scriptFor } from '../../stores/redis/script.js';
+import { redisStore } from '../../stores/redis/store.js';
 import type { Scenario } from './scenarios.js';
 import { type RuleParams, runScenario } from './simulate.js';
 

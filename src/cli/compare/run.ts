@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { AlgorithmName } from '../../algorithms/index.js';
-import { memoryStore } from '../../stores/memory.js';
+import { memoryStore } from '../../stores/memory/store.js';
 import type { Progress } from '../progress.js';
 import { measureOnRedis, type RedisMeasurement } from './on-redis.js';
 import { buildScenario, type Scenario, type ScenarioName } from './scenarios.js';

@@ -5,13 +5,13 @@
  * operators) live in a map of their own, outside that bound.
  */
 
-import { RAW_FIELDS } from '../core/decision.js';
-import { keyHead, splitHead } from '../core/key-encoding.js';
-import { createLru, type LruEntry } from '../core/lru.js';
-import type { ResolvedRule } from '../core/types.js';
-import { describe } from '../duration.js';
-import { rejectUnknownOptions } from './options.js';
-import type { EvaluateReply, Store, StoredOverride } from './types.js';
+import { RAW_FIELDS } from '../../core/decision.js';
+import { keyHead, splitHead } from '../../core/key-encoding.js';
+import { createLru, type LruEntry } from '../../core/lru.js';
+import type { ResolvedRule } from '../../core/types.js';
+import { describe } from '../../duration.js';
+import { rejectUnknownOptions } from '../options.js';
+import type { EvaluateReply, Store, StoredOverride } from '../types.js';
 
 export interface MemoryStoreOptions {
   /**

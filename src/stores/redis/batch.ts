@@ -6,9 +6,10 @@
  * hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
-import type { Script } from '../algorithms/script.js';
-import { RAW_FIELDS } from '../core/decision.js';
-import { isOutOfMemoryError } from './redis-client.js';
+
+import { RAW_FIELDS } from '../../core/decision.js';
+import { isOutOfMemoryError } from './client.js';
+import type { Script } from './script.js';
 
 /**
  * From this many queued checks on, a queue left at the end of a turn goes in two calls when no

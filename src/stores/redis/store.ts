@@ -12,14 +12,14 @@
  * failed may already have been applied.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BASE_SCRIPT, type Script, scriptFor } from '../algorithms/script.js';
-import { RAW_FIELDS } from '../core/decision.js';
-import { keyHead, overrideKey, overrideRegistryKey } from '../core/key-encoding.js';
-import type { ResolvedRule } from '../core/types.js';
-import { describe } from '../duration.js';
-import { StoreClosedError } from './closed.js';
-import { rejectUnknownOptions } from './options.js';
-import { createBatcher, MAX_BATCH_KEYS } from './redis-batch.js';
+import { RAW_FIELDS } from '../../core/decision.js';
+import { keyHead } from '../../core/key-encoding.js';
+import type { ResolvedRule } from '../../core/types.js';
+import { describe } from '../../duration.js';
+import { StoreClosedError } from '../closed.js';
+import { rejectUnknownOptions } from '../options.js';
+import type { Store, StoredOverride, StoreWarning } from '../types.js';
+import { createBatcher, MAX_BATCH_KEYS } from './batch.js';
 import {
   isFunctionMissingError,
   isFunctionsUnavailableError,
@@ -28,11 +28,12 @@ import {
   type RedisClientLike,
   type ScriptRunner,
   toScriptRunner,
-} from './redis-client.js';
-import { memoryPolicyWarnings, readMemoryPolicies } from './redis-memory-policy.js';
-import { readinessOf } from './redis-ready.js';
+} from './client.js';
+import { overrideKey, overrideRegistryKey } from './key-layout.js';
+import { memoryPolicyWarnings, readMemoryPolicies } from './memory-policy.js';
+import { readinessOf } from './ready.js';
+import { BASE_SCRIPT, type Script, scriptFor } from './script.js';
 import { hashSlot } from './slot.js';
-import type { Store, StoredOverride, StoreWarning } from './types.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis`/`Cluster`, an iovalkey client, a node-redis client or cluster, or a `ScriptRunner`. */

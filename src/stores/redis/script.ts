@@ -32,7 +32,7 @@
  * server's agree; PX only reclaims the memory.
  */
 import { createHash } from 'node:crypto';
-import { ALGORITHM_NAMES, ALGORITHMS } from './index.js';
+import { ALGORITHM_NAMES, ALGORITHMS } from '../../algorithms/index.js';
 
 /**
  * The script for a set of algorithms: the shared driver plus only those algorithms' evaluators

@@ -7,7 +7,7 @@
  * redis-batch.ts). Read through the client's public methods; a user whose ACL denies CONFIG, a
  * proxy, or a client this module does not know is simply not inspected.
  */
-import type { StoreWarning } from './types.js';
+import type { StoreWarning } from '../types.js';
 
 type Command = (...args: string[]) => Promise<unknown>;
 
