@@ -3,6 +3,7 @@
  * key → plan's rules (or the key's override) → (deny cache) → store, within a deadline and behind
  * a circuit breaker → decision. Validation happens here, once; the hot path trusts it.
  */
+
 import { EventEmitter } from 'node:events';
 import type { AlgorithmName } from './algorithms/index.js';
 import { createChecks } from './core/check.js';
@@ -19,8 +20,11 @@ import {
 import { resolvePlans } from './core/plans.js';
 import { actualCost, createTickets, tokensOf } from './core/settle.js';
 import type { CheckOptions, Degraded, ResolvedRule } from './core/types.js';
-import { type Duration, describe, parseDuration } from './duration.js';
-import { createLifecycle, LimiterClosedError } from './lifecycle.js';
+import { describe } from './describe.js';
+import { type Duration, parseDuration } from './duration.js';
+import { LimiterClosedError } from './errors.js';
+import { createLifecycle } from './lifecycle.js';
+import { checkOptions } from './options.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
 import { createStoreCaller, type StoreErrorPolicy } from './resilience/store-caller.js';
 import { positiveInteger, type RuleOptions } from './rules.js';
@@ -176,16 +180,11 @@ const OVERRIDE_CACHE_KEYS = 10_000;
  * await tenants.check('org_9921', { plan: 'pro' });
  */
 export function createLimiter(options: LimiterOptions): Limiter {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`createLimiter: expected an options object with rules, got ${describe(options)}`);
-  }
-  for (const key of Object.keys(options)) {
-    if (!LIMITER_OPTIONS.has(key)) {
-      throw new TypeError(
-        `createLimiter: unknown option '${key}'; the options are ${[...LIMITER_OPTIONS].join(', ')}`,
-      );
-    }
-  }
+  checkOptions(options, {
+    owner: 'createLimiter',
+    expected: 'an options object with rules',
+    known: LIMITER_OPTIONS,
+  });
   const plans = resolvePlans(options.rules, options.plans, options.defaultPlan);
   const prefix = resolvePrefix(options.prefix);
   const store = resolveStore(options.store ?? memoryStore(), 'store');

@@ -2,9 +2,12 @@
  * Rule options: the one place where a rule is validated and turned into the resolved form the
  * rest of the code trusts. Every error names the option, the value and what is allowed.
  */
+
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
 import type { ResolvedRule } from './core/types.js';
-import { type Duration, describe, parseDuration } from './duration.js';
+import { describe } from './describe.js';
+import { type Duration, parseDuration } from './duration.js';
+import { checkOptions } from './options.js';
 
 /** One limit a key must stay under. */
 export interface RuleOptions {
@@ -70,17 +73,14 @@ export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
 }
 
 function resolveRule(input: unknown, option: string): ResolvedRule {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new TypeError(
-      `${option}: expected a rule object such as { algorithm, limit, window }, got ${describe(input)}`,
-    );
-  }
+  checkOptions(input, {
+    owner: option,
+    expected: 'a rule object such as { algorithm, limit, window }',
+    known: RULE_KEYS,
+    rejectArrays: true,
+    unknown: (name, known) => `${option}.${name}: unknown option; a rule takes ${known}`,
+  });
   const rule = input as Record<string, unknown>;
-  for (const key of Object.keys(rule)) {
-    if (!RULE_KEYS.has(key)) {
-      throw new TypeError(`${option}.${key}: unknown option; a rule takes ${[...RULE_KEYS].join(', ')}`);
-    }
-  }
   const algorithmName = rule.algorithm;
   if (typeof algorithmName !== 'string' || !Object.hasOwn(ALGORITHMS, algorithmName)) {
     throw new RangeError(

@@ -6,7 +6,7 @@ import { ALGORITHMS } from '../algorithms/index.js';
 import { keyHead } from '../core/key-encoding.js';
 import type { ResolvedRule } from '../core/types.js';
 import { DEFAULT_IPV6_SUBNET } from '../http/ip.js';
-import { addressKey, hashApiKey, UNKNOWN_CLIENT } from '../http/keys.js';
+import { addressKey, hashApiKey, UNKNOWN_CLIENT } from '../http/request-keys.js';
 import { createLimiter } from '../limiter.js';
 import { type RuleOptions, resolveRules } from '../rules.js';
 import { redisStore } from '../stores/redis/store.js';

@@ -5,7 +5,8 @@
  * later `settle` needs.
  */
 
-import { describe } from '../duration.js';
+import { describe } from '../describe.js';
+import { checkOptions } from '../options.js';
 import type { StoreCaller } from '../resilience/store-caller.js';
 import { positiveInteger } from '../rules.js';
 import { type CachedHead, evaluatorForCachedHeads } from '../stores/memory/store.js';
@@ -63,14 +64,7 @@ const HEAD_CACHE_KEYS = 16_384;
 /** Validates check options: a misspelt option would otherwise silently charge 1 or pick no plan. */
 function costOf(options: CheckOptions | undefined): number {
   if (options === undefined) return 1;
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`check options: expected { cost?, plan? }, got ${describe(options)}`);
-  }
-  for (const key in options) {
-    if (!CHECK_OPTIONS.has(key)) {
-      throw new TypeError(`check options: unknown option '${key}'; the options are cost, plan`);
-    }
-  }
+  checkOptions(options, { owner: 'check options', expected: '{ cost?, plan? }', known: CHECK_OPTIONS });
   return options.cost === undefined ? 1 : positiveInteger(options.cost, 'cost', MAX_COST);
 }
 

@@ -10,7 +10,7 @@
  * Redis memory per key; `#` never appears in an encoded key, so the two forms cannot collide.
  */
 import { createHash } from 'node:crypto';
-import { describe } from '../duration.js';
+import { describe } from '../describe.js';
 
 export const MAX_ENCODED_KEY = 128;
 const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;

@@ -6,7 +6,9 @@
  * process on its next check of the key, and a key without an override costs one GET inside the
  * check script. Processes remember the overrides they have seen in a bounded LRU.
  */
-import { type Duration, describe, parseDuration } from '../duration.js';
+
+import { describe } from '../describe.js';
+import { type Duration, parseDuration } from '../duration.js';
 import { type RuleOptions, resolveRules } from '../rules.js';
 import type { Store } from '../stores/types.js';
 import { resolvePrefix } from './key-encoding.js';

@@ -4,7 +4,7 @@
  * headers) but keep their plain name in store keys, so a tenant's usage carries over when its
  * plan changes. A limiter built with `rules` is one unnamed rule set.
  */
-import { describe } from '../duration.js';
+import { describe } from '../describe.js';
 import { type RuleOptions, resolveRules } from '../rules.js';
 import type { ResolvedRule } from './types.js';
 

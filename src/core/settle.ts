@@ -5,7 +5,7 @@
  * object, so a decision stays plain data; a decision can be settled once.
  */
 
-import { describe } from '../duration.js';
+import { describe } from '../describe.js';
 import { attachTicket, type Decision, RAW_FIELDS, ticketOf } from './decision.js';
 import type { ResolvedRule } from './types.js';
 

@@ -27,7 +27,7 @@ import type {
   RouteOptions,
 } from 'fastify';
 import type { Decision } from '../core/decision.js';
-import { describe } from '../duration.js';
+import { describe } from '../describe.js';
 import { createGuard, type Guard, moreRestrictive, nodeHeader, problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions, parseRequestOptions } from './options.js';

@@ -7,10 +7,10 @@ import type { Decision } from '../core/decision.js';
 import type { CheckOptions } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
 import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './headers.js';
-import { defaultKey } from './keys.js';
 import { knownKeyResolver } from './known-key.js';
 import type { ResolvedHttpOptions } from './options.js';
 import { quotaExceededProblem } from './problem.js';
+import { defaultKey } from './request-keys.js';
 
 /** How an adapter reads what the default key needs from its request type. */
 export interface RequestAccess<Req> {

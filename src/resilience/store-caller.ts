@@ -4,9 +4,10 @@
  * that enforces the same rules locally). It reports what happened through `degraded` and events;
  * it never retries a failed or timed-out call, which may already have been applied.
  */
+
 import { answerLocally } from '../core/local-answers.js';
 import type { Degraded, ResolvedRule } from '../core/types.js';
-import { StoreClosedError } from '../stores/closed.js';
+import { StoreClosedError, StoreTimeoutError } from '../errors.js';
 import type { EvaluateReply, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
 import { createDeadlines, TIMED_OUT } from './deadline.js';
@@ -55,13 +56,6 @@ type Attempt<T> = { ok: true; value: T } | Failure;
 const UNAVAILABLE: Failure = { ok: false, reason: 'unavailable' };
 const TIMED_OUT_ATTEMPT: Failure = { ok: false, reason: 'timeout' };
 const FAILED_ATTEMPT: Failure = { ok: false, reason: 'error' };
-
-export class StoreTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`floodgate: the store did not answer within ${ms} ms`);
-    this.name = 'StoreTimeoutError';
-  }
-}
 
 export function createStoreCaller(
   store: Store,

@@ -2,7 +2,9 @@
  * Small validators for the gateway's config file. Each names the exact field it rejects
  * (`routes[2].limit: ...`), so a bad config fails at start with a message that points at it.
  */
-import { describe, parseDuration } from '../../duration.js';
+
+import { describe } from '../../describe.js';
+import { parseDuration } from '../../duration.js';
 import { UsageError } from '../args.js';
 
 /** A configuration mistake: exit code 2, one line naming the field. */

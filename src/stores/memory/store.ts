@@ -9,8 +9,8 @@ import { RAW_FIELDS } from '../../core/decision.js';
 import { keyHead, splitHead } from '../../core/key-encoding.js';
 import { createLru, type LruEntry } from '../../core/lru.js';
 import type { ResolvedRule } from '../../core/types.js';
-import { describe } from '../../duration.js';
-import { rejectUnknownOptions } from '../options.js';
+import { describe } from '../../describe.js';
+import { checkOptions } from '../../options.js';
 import type { EvaluateReply, Store, StoredOverride } from '../types.js';
 
 export interface MemoryStoreOptions {
@@ -104,7 +104,7 @@ function liveState(slot: Slot | undefined, now: number): unknown {
   return slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
 }
 
-const MEMORY_STORE_OPTIONS = ['maxKeys', 'clock'];
+const MEMORY_STORE_OPTIONS = new Set(['maxKeys', 'clock']);
 
 /**
  * A key's head as a limiter caches it, with the memory store's handle to the key's state: a
@@ -156,7 +156,7 @@ const RECLAIM_AFTER_MS = 1_000;
  * const limiter = createLimiter({ store: memoryStore({ maxKeys: 50_000 }), rules: { algorithm: 'gcra', limit: 10, window: '1s' } });
  */
 export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonly size: number } {
-  rejectUnknownOptions('memoryStore', options, MEMORY_STORE_OPTIONS);
+  checkOptions(options, { owner: 'memoryStore', expected: 'an options object', known: MEMORY_STORE_OPTIONS });
   const maxKeys = options.maxKeys ?? 100_000;
   if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
     throw new RangeError(`memoryStore maxKeys: ${describe(maxKeys)} must be an integer >= 1`);

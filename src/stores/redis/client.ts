@@ -4,7 +4,7 @@
  * (`createClient`, `createCluster`) are adapted here through their public methods only, so
  * neither is a dependency. Anything else can be passed as a ready-made `ScriptRunner`.
  */
-import { describe } from '../../duration.js';
+import { describe } from '../../describe.js';
 
 export interface ScriptRunner {
   /**

@@ -15,9 +15,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RAW_FIELDS } from '../../core/decision.js';
 import { keyHead } from '../../core/key-encoding.js';
 import type { ResolvedRule } from '../../core/types.js';
-import { describe } from '../../duration.js';
-import { StoreClosedError } from '../closed.js';
-import { rejectUnknownOptions } from '../options.js';
+import { describe } from '../../describe.js';
+import { StoreClosedError } from '../../errors.js';
+import { checkOptions } from '../../options.js';
 import type { Store, StoredOverride, StoreWarning } from '../types.js';
 import { createBatcher, MAX_BATCH_KEYS } from './batch.js';
 import {
@@ -51,7 +51,7 @@ export interface RedisStoreOptions {
   functions?: boolean;
 }
 
-const REDIS_STORE_OPTIONS = ['client', 'clock', 'functions'];
+const REDIS_STORE_OPTIONS = new Set(['client', 'clock', 'functions']);
 
 /** A Redis store, which can tell when it is able to answer. */
 export interface RedisStore extends Store {
@@ -123,7 +123,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`redisStore: expected options { client }, got ${describe(options)}`);
   }
-  rejectUnknownOptions('redisStore', options, REDIS_STORE_OPTIONS);
+  checkOptions(options, { owner: 'redisStore', expected: 'an options object', known: REDIS_STORE_OPTIONS });
   const runner: ScriptRunner = toScriptRunner(options.client, 'redisStore client');
   const clock = options.clock;
   if (clock !== undefined && typeof clock !== 'function') {
