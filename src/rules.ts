@@ -2,7 +2,6 @@
  * Rule options: the one place where a rule is validated and turned into the resolved form the
  * rest of the code trusts. Every error names the option, the value and what is allowed.
  */
-
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
 import type { ResolvedRule } from './core/types.js';
 import { describe } from './describe.js';
@@ -34,7 +33,7 @@ export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
 /**
  * Most rules one check evaluates. A check is one atomic store call (on Redis, one script call
  * that blocks the server while it runs, with up to two keys per rule), and the Redis store sends
- * at most MAX_BATCH_KEYS keys per call (see redis-batch.ts): this bound keeps every check
+ * at most MAX_BATCH_KEYS keys per call (see stores/redis/batch.ts): this bound keeps every check
  * within one call.
  */
 export const MAX_RULES = 1000;

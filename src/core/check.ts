@@ -4,7 +4,6 @@
  * (then it is taken in and the check is sent again); a block; the decision, and the ticket a
  * later `settle` needs.
  */
-
 import { describe } from '../describe.js';
 import { checkOptions } from '../options.js';
 import type { StoreCaller } from '../resilience/store-caller.js';
@@ -40,7 +39,7 @@ export interface CheckContext {
 }
 
 export interface Checks {
-  /** The key's head (see keys.ts); throws a TypeError for a key that is not a non-empty string. */
+  /** The key's head (see core/key-encoding.ts); throws a TypeError for a key that is not a non-empty string. */
   head(key: unknown): string;
   evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision>;
   /** Drops this process's cached denials of a key, under every plan. */
@@ -83,11 +82,10 @@ export function createChecks(context: CheckContext): Checks {
   } = context;
 
   // Heads of recently checked keys. The same head string object then reaches every map keyed by
-  // it (deny cache, overrides) with its hash already computed: a lookup under a freshly built
-  // head measured ~10x slower. With the memory store, the entry also keeps the store's handle to
-  // the key's state, so it is bounded by the store's own bound: with fewer, checks cycling through
-  // more active keys than this cache holds all missed it (a pass over 100,000 keys: 0.36 M
-  // checks/s with 16,384 heads, 1.04 M/s with all of them). Bounded by clearing when full; long
+  // it (deny cache, overrides) with its hash already computed, which a freshly built head would
+  // have to compute again. With the memory store, the entry also keeps the store's handle to the
+  // key's state, so it is bounded by the store's own bound: with fewer, checks cycling through
+  // more active keys than this cache holds would all miss it. Bounded by clearing when full; long
   // keys (digested, and memory an attacker would choose) are not kept.
   const local = evaluatorForCachedHeads(store);
   const evaluateCached = local?.evaluate;

@@ -157,7 +157,7 @@ class CheckedDecision implements Decision {
 
 /**
  * The decision for a binding rule's view. Written out field by field: an object spread that
- * then redefines one of the spread fields takes V8's slow path (~100× slower on the hot path).
+ * then redefines one of the spread fields takes V8's slow path.
  */
 export function withRules(
   binding: RuleDecision,

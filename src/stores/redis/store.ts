@@ -1,6 +1,6 @@
 /**
  * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock;
- * checks issued together share that call (see redis-batch.ts).
+ * checks issued together share that call (see batch.ts).
  * On Redis 7+ (and Valkey) the script is a function library, loaded once (on every master of a
  * cluster) and called by name (FCALL): a call then runs only the operation, not the script's
  * whole body. Where the library is missing (restart, FUNCTION FLUSH, a new node) it is loaded
@@ -247,7 +247,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
   const batcher = createBatcher(run, shardOf, runReadOnly);
-  // Read once, when first asked (a limiter asks as it is created): see redis-memory-policy.ts.
+  // Read once, when first asked (a limiter asks as it is created): see memory-policy.ts.
   let inspected: Promise<readonly StoreWarning[]> | undefined;
 
   return {
