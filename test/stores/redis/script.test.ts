@@ -15,7 +15,11 @@ import {
   type ScriptRunner,
 } from '../../../src/index.js';
 import { CHECK_SCRIPT, CHECK_SCRIPT_SHA, scriptFor } from '../../../src/stores/redis/script.js';
-import { commandCalls, type NodeRedisClient, useRedisServerWithNodeRedis } from '../../support/redis-server.js';
+import {
+  commandCalls,
+  type NodeRedisClient,
+  useRedisServerWithNodeRedis,
+} from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 const PINNED_SHA = 'cf739a682be9be5f777235fb5851734c126614b8';
