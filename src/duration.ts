@@ -2,6 +2,7 @@
  * Durations: one parser for every option that takes a length of time, so every such option
  * accepts the same forms and fails with the same kind of message.
  */
+import { describe } from './describe.js';
 
 /** A duration: a whole number of milliseconds, or a string such as `'500ms'`, `'10s'`, `'1m'`, `'1h'`, `'1d'`. */
 export type Duration = number | `${number}${DurationUnit}` | `${number} ${DurationUnit}`;
@@ -42,14 +43,4 @@ export function parseDuration(value: unknown, option: string, allowZero = false)
     );
   }
   return ms;
-}
-
-/** Renders a value for an error message without ever throwing. */
-export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined)
-    return String(value);
-  if (typeof value === 'bigint') return `${value}n`;
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }

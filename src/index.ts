@@ -4,14 +4,7 @@
  * `floodgate/node`, `floodgate/fetch`) so importing this one never loads a framework.
  */
 export type { AlgorithmName } from './algorithms/index.js';
-export type { Decision, RuleDecision } from './decision.js';
-export type { Duration } from './duration.js';
-export { parseDuration } from './duration.js';
-export type { ApiKeyOrAddress, ApiKeyOrAddressOptions } from './http/known-key.js';
-export { apiKeyOrAddress } from './http/known-key.js';
-export { LimiterClosedError } from './lifecycle.js';
-export type { CheckOptions, Limiter, LimiterEvents, LimiterOptions, RuleInfo } from './limiter.js';
-export { createLimiter } from './limiter.js';
+export type { Decision, RuleDecision } from './core/decision.js';
 export type {
   Override,
   OverrideAdmin,
@@ -19,13 +12,20 @@ export type {
   OverrideEntry,
   OverrideOptions,
   OverrideSpec,
-} from './overrides.js';
-export { createOverrideAdmin } from './overrides.js';
+} from './core/overrides.js';
+export { createOverrideAdmin } from './core/overrides.js';
+export type { CheckOptions } from './core/types.js';
+export type { Duration } from './duration.js';
+export { parseDuration } from './duration.js';
+export { LimiterClosedError, StoreClosedError } from './errors.js';
+export type { ApiKeyOrAddress, ApiKeyOrAddressOptions } from './http/known-key.js';
+export { apiKeyOrAddress } from './http/known-key.js';
+export type { Limiter, LimiterEvents, LimiterOptions, RuleInfo } from './limiter.js';
+export { createLimiter } from './limiter.js';
 export type { RuleOptions } from './rules.js';
-export { StoreClosedError } from './stores/closed.js';
-export type { MemoryStoreOptions } from './stores/memory.js';
-export { memoryStore } from './stores/memory.js';
-export type { RedisStore, RedisStoreOptions } from './stores/redis.js';
-export { redisStore } from './stores/redis.js';
-export type { RedisClientLike, ScriptRunner } from './stores/redis-client.js';
+export type { MemoryStoreOptions } from './stores/memory/store.js';
+export { memoryStore } from './stores/memory/store.js';
+export type { RedisClientLike, ScriptRunner } from './stores/redis/client.js';
+export type { RedisStore, RedisStoreOptions } from './stores/redis/store.js';
+export { redisStore } from './stores/redis/store.js';
 export type { EvaluateReply, OverrideChanged, Store, StoredOverride, StoreWarning } from './stores/types.js';

@@ -3,14 +3,7 @@
  * calls already under way have settled (each is bounded by the store deadline), so a process
  * can shut down without cutting a decision in half.
  */
-
-/** Thrown (as a rejection) by every call on a limiter after `close()`. */
-export class LimiterClosedError extends Error {
-  constructor(operation: string) {
-    super(`floodgate: limiter.${operation}() was called after limiter.close(); create a new limiter`);
-    this.name = 'LimiterClosedError';
-  }
-}
+import { LimiterClosedError } from './errors.js';
 
 export interface Lifecycle {
   readonly closed: boolean;

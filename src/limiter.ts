@@ -3,27 +3,32 @@
  * key → plan's rules (or the key's override) → (deny cache) → store, within a deadline and behind
  * a circuit breaker → decision. Validation happens here, once; the hot path trusts it.
  */
+
 import { EventEmitter } from 'node:events';
 import type { AlgorithmName } from './algorithms/index.js';
-import { createChecks } from './check.js';
-import type { Decision } from './decision.js';
-import { type Duration, describe, parseDuration } from './duration.js';
-import { resolvePrefix } from './keys.js';
-import { createLifecycle, LimiterClosedError } from './lifecycle.js';
+import { createChecks } from './core/check.js';
+import type { Decision } from './core/decision.js';
+import { createDenyCache, type DenyCache } from './core/deny-cache.js';
+import { resolvePrefix } from './core/key-encoding.js';
 import {
   createOverrideAdmin,
   createOverrideCache,
   type Override,
   type OverrideEntry,
   type OverrideOptions,
-} from './overrides.js';
-import { resolvePlans } from './plans.js';
+} from './core/overrides.js';
+import { resolvePlans } from './core/plans.js';
+import { actualCost, createTickets, tokensOf } from './core/settle.js';
+import type { CheckOptions, Degraded, ResolvedRule } from './core/types.js';
+import { describe } from './describe.js';
+import { type Duration, parseDuration } from './duration.js';
+import { LimiterClosedError } from './errors.js';
+import { createLifecycle } from './lifecycle.js';
+import { checkOptions } from './options.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
-import { createDenyCache, type DenyCache } from './resilience/deny-cache.js';
-import { createStoreCaller, type Degraded, type StoreErrorPolicy } from './resilience/store-caller.js';
-import { positiveInteger, type ResolvedRule, type RuleOptions } from './rules.js';
-import { actualCost, createTickets, tokensOf } from './settle.js';
-import { memoryStore } from './stores/memory.js';
+import { createStoreCaller, type StoreErrorPolicy } from './resilience/store-caller.js';
+import { positiveInteger, type RuleOptions } from './rules.js';
+import { memoryStore } from './stores/memory/store.js';
 import type { Store, StoreWarning } from './stores/types.js';
 
 export interface LimiterOptions {
@@ -68,13 +73,6 @@ export interface LimiterOptions {
    * process clears the key at once; one in another process is seen here after the cached wait.
    */
   denyCache?: { maxKeys?: number } | false;
-}
-
-export interface CheckOptions {
-  /** Units this request takes: a positive integer, default 1 (e.g. LLM tokens, or an estimate to `settle` later). */
-  cost?: number;
-  /** With `plans`: the plan whose rules apply (default `defaultPlan`). An unknown plan throws. */
-  plan?: string;
 }
 
 /** A rule as the limiter resolved it, for adapters (headers) and operators. */
@@ -182,16 +180,11 @@ const OVERRIDE_CACHE_KEYS = 10_000;
  * await tenants.check('org_9921', { plan: 'pro' });
  */
 export function createLimiter(options: LimiterOptions): Limiter {
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`createLimiter: expected an options object with rules, got ${describe(options)}`);
-  }
-  for (const key of Object.keys(options)) {
-    if (!LIMITER_OPTIONS.has(key)) {
-      throw new TypeError(
-        `createLimiter: unknown option '${key}'; the options are ${[...LIMITER_OPTIONS].join(', ')}`,
-      );
-    }
-  }
+  checkOptions(options, {
+    owner: 'createLimiter',
+    expected: 'an options object with rules',
+    known: LIMITER_OPTIONS,
+  });
   const plans = resolvePlans(options.rules, options.plans, options.defaultPlan);
   const prefix = resolvePrefix(options.prefix);
   const store = resolveStore(options.store ?? memoryStore(), 'store');

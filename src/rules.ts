@@ -2,8 +2,11 @@
  * Rule options: the one place where a rule is validated and turned into the resolved form the
  * rest of the code trusts. Every error names the option, the value and what is allowed.
  */
-import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName, type AnyAlgorithm } from './algorithms/index.js';
-import { type Duration, describe, parseDuration } from './duration.js';
+import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
+import type { ResolvedRule } from './core/types.js';
+import { describe } from './describe.js';
+import { type Duration, parseDuration } from './duration.js';
+import { checkOptions } from './options.js';
 
 /** One limit a key must stay under. */
 export interface RuleOptions {
@@ -22,17 +25,6 @@ export interface RuleOptions {
   burst?: number;
 }
 
-/** A validated rule. `limit`, `windowMs` and `capacity` are what the algorithms compute with. */
-export interface ResolvedRule {
-  readonly name: string;
-  readonly algorithm: AnyAlgorithm;
-  readonly limit: number;
-  readonly windowMs: number;
-  readonly capacity: number;
-  /** Appended to a key's head to make this rule's base Redis key: `:<name>:<algorithm tag>`. */
-  readonly keyTail: string;
-}
-
 /**
  * Keeps every intermediate product (e.g. `limit × window`, scaled token counts) an exact integer
  * in both JavaScript and Lua doubles, with headroom for sums of two such products.
@@ -41,7 +33,7 @@ export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
 /**
  * Most rules one check evaluates. A check is one atomic store call (on Redis, one script call
  * that blocks the server while it runs, with up to two keys per rule), and the Redis store sends
- * at most MAX_BATCH_KEYS keys per call (see redis-batch.ts): this bound keeps every check
+ * at most MAX_BATCH_KEYS keys per call (see stores/redis/batch.ts): this bound keeps every check
  * within one call.
  */
 export const MAX_RULES = 1000;
@@ -80,17 +72,14 @@ export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
 }
 
 function resolveRule(input: unknown, option: string): ResolvedRule {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new TypeError(
-      `${option}: expected a rule object such as { algorithm, limit, window }, got ${describe(input)}`,
-    );
-  }
+  checkOptions(input, {
+    owner: option,
+    expected: 'a rule object such as { algorithm, limit, window }',
+    known: RULE_KEYS,
+    rejectArrays: true,
+    unknown: (name, known) => `${option}.${name}: unknown option; a rule takes ${known}`,
+  });
   const rule = input as Record<string, unknown>;
-  for (const key of Object.keys(rule)) {
-    if (!RULE_KEYS.has(key)) {
-      throw new TypeError(`${option}.${key}: unknown option; a rule takes ${[...RULE_KEYS].join(', ')}`);
-    }
-  }
   const algorithmName = rule.algorithm;
   if (typeof algorithmName !== 'string' || !Object.hasOwn(ALGORITHMS, algorithmName)) {
     throw new RangeError(

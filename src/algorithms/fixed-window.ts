@@ -16,10 +16,13 @@ export interface FixedWindowState {
   count: number;
 }
 
+/** The Lua dispatch code: `EVALUATORS[1]`, `SETTLERS[1]` and the rule sets a store sends. */
+const CODE = 1;
+
 export const fixedWindow: Algorithm<FixedWindowState> = {
   name: 'fixed-window',
   tag: 'fw',
-  code: 1,
+  code: CODE,
   hasBurst: false,
   keySuffixes: [''],
   maxLimit: Number.MAX_SAFE_INTEGER,
@@ -57,7 +60,7 @@ local function fixedWindowCommit(k, cost, start, count, untilEnd)
   put(k, fmt(start) .. ':' .. fmt(count + cost), untilEnd)
 end
 
-EVALUATORS[1] = function(k, L, W, B, cost)
+EVALUATORS[${CODE}] = function(k, L, W, B, cost)
   local start = now - now % W
   local count = 0
   local stored = get(k)
@@ -74,7 +77,7 @@ EVALUATORS[1] = function(k, L, W, B, cost)
   return allowed, max(0, L - count), reset, retry, untilEnd, start, fixedWindowCommit, start, count, untilEnd
 end
 
-SETTLERS[1] = function(k, L, W, B, token, reserved, delta)
+SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   local start = now - now % W
   -- A refund for a window that is over gives nothing back: its units were counted there.
   if token ~= start and delta < 0 then return end

@@ -38,10 +38,13 @@ function stateAt(now: number, ahead: number, L: number): { state: GcraState; ttl
   return { state: { tat: now + whole, remainder: ahead - whole * L }, ttlMs: Math.ceil(ahead / L) };
 }
 
+/** The Lua dispatch code: `EVALUATORS[4]`, `SETTLERS[4]` and the rule sets a store sends. */
+const CODE = 4;
+
 export const gcra: Algorithm<GcraState> = {
   name: 'gcra',
   tag: 'gc',
-  code: 4,
+  code: CODE,
   hasBurst: true,
   keySuffixes: [''],
   maxLimit: Number.MAX_SAFE_INTEGER,
@@ -96,7 +99,7 @@ local function gcraCommit(k, cost, L, nextAhead)
   gcraStore(k, L, nextAhead)
 end
 
-EVALUATORS[4] = function(k, L, W, B, cost)
+EVALUATORS[${CODE}] = function(k, L, W, B, cost)
   local full = B * W
   local need = cost * W
   local ahead = gcraAhead(k, L, full)
@@ -110,7 +113,7 @@ EVALUATORS[4] = function(k, L, W, B, cost)
     gcraCommit, L, nextAhead
 end
 
-SETTLERS[4] = function(k, L, W, B, token, reserved, delta)
+SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   local full = B * W
   local ahead = adjust(gcraAhead(k, L, full), delta * W, 2 * full)
   if ahead == 0 then del(k) else gcraStore(k, L, ahead) end

@@ -42,10 +42,13 @@ function sumOf(costs: readonly number[], from: number, to: number): number {
   return sum;
 }
 
+/** The Lua dispatch code: `EVALUATORS[5]`, `SETTLERS[5]` and the rule sets a store sends. */
+const CODE = 5;
+
 export const slidingLog: Algorithm<SlidingLogState> = {
   name: 'sliding-log',
   tag: 'sl',
-  code: 5,
+  code: CODE,
   hasBurst: false,
   keySuffixes: ['', ':n'],
   maxLimit: SLIDING_LOG_MAX_LIMIT,
@@ -150,7 +153,7 @@ local function slidingLogCommit(k, cost, W, sum, seq, expired)
   put(k + 1, fmt(sum + cost) .. ':' .. fmt(seq + 1), W)
 end
 
-EVALUATORS[5] = function(k, L, W, B, cost)
+EVALUATORS[${CODE}] = function(k, L, W, B, cost)
   local log = KEYS[k]
   local cutoff = fmt(now - W)
   local sum, seq = logMeta(k)
@@ -176,7 +179,7 @@ EVALUATORS[5] = function(k, L, W, B, cost)
   return allowed, max(0, L - sum), reset, retry, W, now, slidingLogCommit, W, sum, seq, #expired > 0
 end
 
-SETTLERS[5] = function(k, L, W, B, token, reserved, delta)
+SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   local log = KEYS[k]
   local cutoff = fmt(now - W)
   local sum, seq = logMeta(k)

@@ -21,10 +21,13 @@ export interface SlidingWindowState {
   previous: number;
 }
 
+/** The Lua dispatch code: `EVALUATORS[2]`, `SETTLERS[2]` and the rule sets a store sends. */
+const CODE = 2;
+
 export const slidingWindow: Algorithm<SlidingWindowState> = {
   name: 'sliding-window',
   tag: 'sw',
-  code: 2,
+  code: CODE,
   hasBurst: false,
   keySuffixes: [''],
   maxLimit: Number.MAX_SAFE_INTEGER,
@@ -101,7 +104,7 @@ local function slidingWindowCommit(k, cost, start, current, previous, resetAfter
   put(k, fmt(start) .. ':' .. fmt(current + cost) .. ':' .. fmt(previous), resetAfter)
 end
 
-EVALUATORS[2] = function(k, L, W, B, cost)
+EVALUATORS[${CODE}] = function(k, L, W, B, cost)
   local start, current, previous = windowsAt(k, W)
   local elapsed = now - start
   local used = current * W + previous * (W - elapsed)
@@ -129,7 +132,7 @@ EVALUATORS[2] = function(k, L, W, B, cost)
     slidingWindowCommit, start, current, previous, resetAfter
 end
 
-SETTLERS[2] = function(k, L, W, B, token, reserved, delta)
+SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   local start, current, previous = windowsAt(k, W)
   if token == start - W then
     previous = adjust(previous, delta, 2 * L)

@@ -27,10 +27,13 @@ function tokensAt(state: TokenBucketState | undefined, now: number, L: number, f
   return elapsed >= Math.ceil((full - state.tokens) / L) ? full : state.tokens + elapsed * L;
 }
 
+/** The Lua dispatch code: `EVALUATORS[3]`, `SETTLERS[3]` and the rule sets a store sends. */
+const CODE = 3;
+
 export const tokenBucket: Algorithm<TokenBucketState> = {
   name: 'token-bucket',
   tag: 'tb',
-  code: 3,
+  code: CODE,
   hasBurst: true,
   keySuffixes: [''],
   maxLimit: Number.MAX_SAFE_INTEGER,
@@ -75,7 +78,7 @@ local function tokenBucketCommit(k, cost, left, resetAfter)
   put(k, fmt(left) .. ':' .. fmt(now), resetAfter)
 end
 
-EVALUATORS[3] = function(k, L, W, B, cost)
+EVALUATORS[${CODE}] = function(k, L, W, B, cost)
   local full = B * W
   local need = cost * W
   local tokens = tokensAt(k, L, full)
@@ -89,7 +92,7 @@ EVALUATORS[3] = function(k, L, W, B, cost)
     tokenBucketCommit, tokens - need, resetAfter
 end
 
-SETTLERS[3] = function(k, L, W, B, token, reserved, delta)
+SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   local full = B * W
   local missing = adjust(full - tokensAt(k, L, full), delta * W, 2 * full)
   if missing == 0 then

@@ -4,7 +4,7 @@
  * for the values the commands take (integers, durations, `120/1m` limits).
  */
 import { parseArgs } from 'node:util';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from '../index.js';
 
 /** Exit codes: 0 ok, 1 runtime failure (Redis unreachable, upstream down at start...), 2 usage or config error. */
 export const EXIT_OK = 0;

@@ -2,9 +2,8 @@
  * `floodgate inspect KEY`: a key's state under every rule of the gateway's configuration,
  * without consuming anything, and its Redis keys with their TTLs.
  */
-import { keyHead, overrideKey } from '../keys.js';
-import { decodeOverride, type OverrideSpec } from '../overrides.js';
-import { formatDuration } from '../rules.js';
+import type { OverrideSpec } from '../index.js';
+import { decodeOverride, formatDuration, keyHead, overrideKey } from '../internal.js';
 import { EXIT_OK, RuntimeFailure } from './args.js';
 import { STORE_FLAGS_HELP } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';

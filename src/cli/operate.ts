@@ -2,13 +2,17 @@
  * What `floodgate inspect` and `floodgate reset` share: the command line (KEY, or the adapters'
  * key forms via --ip/--api-key), the configuration's distinct rules, and the Redis keys of a key.
  */
-import { ALGORITHMS } from '../algorithms/index.js';
-import { DEFAULT_IPV6_SUBNET } from '../http/ip.js';
-import { addressKey, hashApiKey, UNKNOWN_CLIENT } from '../http/keys.js';
-import { keyHead } from '../keys.js';
-import { createLimiter } from '../limiter.js';
-import { type ResolvedRule, type RuleOptions, resolveRules } from '../rules.js';
-import { redisStore } from '../stores/redis.js';
+import { createLimiter, type RuleOptions, redisStore } from '../index.js';
+import {
+  ALGORITHMS,
+  addressKey,
+  DEFAULT_IPV6_SUBNET,
+  hashApiKey,
+  keyHead,
+  type ResolvedRule,
+  resolveRules,
+  UNKNOWN_CLIENT,
+} from '../internal.js';
 import { integerOption, parseCommandArgs, stringOption, UsageError } from './args.js';
 import { loadConfig, STORE_FLAGS } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';
@@ -86,7 +90,7 @@ export async function prepare(command: 'inspect' | 'reset', argv: readonly strin
   return { help: false as const, key, config, plan, cost, json: parsed.values.json === true, connection };
 }
 
-/** The key the HTTP adapters give a client address or an API key (see src/http/keys.ts). */
+/** The key the HTTP adapters give a client address or an API key (see src/http/request-keys.ts). */
 export function adapterKey(ip: string | undefined, apiKey: string | undefined): string {
   if (ip !== undefined) {
     const key = addressKey(ip, DEFAULT_IPV6_SUBNET);

@@ -3,10 +3,8 @@
  * shared store, without a redeploy; every gateway on that store applies it from its next check
  * of the key. Built on the core's override admin (createOverrideAdmin).
  */
-import { createOverrideAdmin, type Override } from '../overrides.js';
-import type { RuleOptions } from '../rules.js';
-import { formatDuration } from '../rules.js';
-import { redisStore } from '../stores/redis.js';
+import { createOverrideAdmin, type Override, type RuleOptions, redisStore } from '../index.js';
+import { formatDuration } from '../internal.js';
 import {
   asUsageError,
   durationOption,

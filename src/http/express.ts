@@ -15,7 +15,7 @@
  * app.use('/auth', auth);
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { Decision } from '../decision.js';
+import type { Decision } from '../core/decision.js';
 import { createGuard, moreRestrictive, nodeHeader, nodeHeaderTarget, problemBody } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';

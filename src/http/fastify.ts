@@ -26,8 +26,8 @@ import type {
   onRequestHookHandler,
   RouteOptions,
 } from 'fastify';
-import type { Decision } from '../decision.js';
-import { describe } from '../duration.js';
+import type { Decision } from '../core/decision.js';
+import { describe } from '../describe.js';
 import { createGuard, type Guard, moreRestrictive, nodeHeader, problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions, parseRequestOptions } from './options.js';

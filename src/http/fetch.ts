@@ -18,7 +18,7 @@
  *   },
  * };
  */
-import type { Decision } from '../decision.js';
+import type { Decision } from '../core/decision.js';
 import { createGuard, problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';

@@ -3,13 +3,14 @@
  * decision → headers (+ the 429 body). Adapters supply how to read a header and the client
  * address from their request type, and how to set a header on their response type.
  */
-import type { Decision } from '../decision.js';
-import type { CheckOptions, Limiter } from '../limiter.js';
+import type { Decision } from '../core/decision.js';
+import type { CheckOptions } from '../core/types.js';
+import type { Limiter } from '../limiter.js';
 import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './headers.js';
-import { defaultKey } from './keys.js';
 import { knownKeyResolver } from './known-key.js';
 import type { ResolvedHttpOptions } from './options.js';
 import { quotaExceededProblem } from './problem.js';
+import { defaultKey } from './request-keys.js';
 
 /** How an adapter reads what the default key needs from its request type. */
 export interface RequestAccess<Req> {

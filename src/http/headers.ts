@@ -18,7 +18,7 @@
  * policy stays readable; the single-valued fields keep the more restrictive decision (a denial,
  * else the lower remaining; on a tie, the later one).
  */
-import type { Decision, RuleDecision } from '../decision.js';
+import type { Decision, RuleDecision } from '../core/decision.js';
 import { MAX_SF_INTEGER, sfInteger, sfItem, sfList } from './structured.js';
 
 export type HeaderStyle = 'draft-6' | 'draft-10' | 'legacy';

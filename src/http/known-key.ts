@@ -3,8 +3,8 @@
  * application knows that key, and under its client address otherwise, exactly as a request
  * without one. An invented, revoked or malformed key therefore never buys a fresh bucket.
  */
-import { describe } from '../duration.js';
-import { addressKey, apiKeyFrom, DEFAULT_KEY_POLICY, hashApiKey } from './keys.js';
+import { describe } from '../describe.js';
+import { addressKey, apiKeyFrom, DEFAULT_KEY_POLICY, hashApiKey } from './request-keys.js';
 
 type MaybePromise<T> = T | Promise<T>;
 

@@ -14,7 +14,7 @@
  * }).listen(3000);
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Decision } from '../decision.js';
+import type { Decision } from '../core/decision.js';
 import { createGuard, moreRestrictive, nodeHeader, nodeHeaderTarget, problemBody } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';

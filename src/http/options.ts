@@ -3,14 +3,16 @@
  * request path trusts the resolved form. Errors name the option and what it accepts, in the
  * same style as the rule errors.
  */
-import type { Decision } from '../decision.js';
-import { describe } from '../duration.js';
+
+import type { Decision } from '../core/decision.js';
+import { describe } from '../describe.js';
 import { createLimiter, type Limiter } from '../limiter.js';
+import { checkOptions } from '../options.js';
 import type { RuleOptions } from '../rules.js';
 import type { Store } from '../stores/types.js';
 import { HEADER_STYLES, type HeaderStyle } from './headers.js';
 import { DEFAULT_IPV6_SUBNET } from './ip.js';
-import type { KeyPolicy } from './keys.js';
+import type { KeyPolicy } from './request-keys.js';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -105,16 +107,13 @@ export function parseRequestOptions<Req>(
   adapter: string,
   extra: readonly string[] = [],
 ): Omit<ResolvedHttpOptions<Req>, 'limiter'> {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new TypeError(`${adapter}: expected an options object such as { limiter }, got ${describe(input)}`);
-  }
+  checkOptions(input, {
+    owner: adapter,
+    expected: 'an options object such as { limiter }',
+    known: new Set([...HTTP_OPTIONS, ...extra]),
+    rejectArrays: true,
+  });
   const options = input as HttpOptions<Req>;
-  const known = [...HTTP_OPTIONS, ...extra];
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      throw new TypeError(`${adapter}: unknown option '${name}'; the options are ${known.join(', ')}`);
-    }
-  }
   let cost: ResolvedHttpOptions<Req>['cost'] = 1;
   if (typeof options.cost === 'function') cost = options.cost;
   else if (options.cost !== undefined) {

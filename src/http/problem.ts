@@ -3,7 +3,7 @@
  * draft-ietf-httpapi-ratelimit-headers, naming the policies that denied the request and when to
  * retry. Nothing from the request is echoed back.
  */
-import type { Decision } from '../decision.js';
+import type { Decision } from '../core/decision.js';
 import { retryAfterSeconds } from './headers.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

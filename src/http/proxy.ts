@@ -7,7 +7,7 @@
  * each hop is believed only if the hop before it was a trusted proxy.
  */
 import { BlockList } from 'node:net';
-import { describe } from '../duration.js';
+import { describe } from '../describe.js';
 import { canonicalIp } from './ip.js';
 
 /**

@@ -4,15 +4,12 @@
  * that enforces the same rules locally). It reports what happened through `degraded` and events;
  * it never retries a failed or timed-out call, which may already have been applied.
  */
-import type { ResolvedRule } from '../rules.js';
-import { StoreClosedError } from '../stores/closed.js';
+import { answerLocally } from '../core/local-answers.js';
+import type { Degraded, ResolvedRule } from '../core/types.js';
+import { StoreClosedError, StoreTimeoutError } from '../errors.js';
 import type { EvaluateReply, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
 import { createDeadlines, TIMED_OUT } from './deadline.js';
-import { answerLocally } from './local-answers.js';
-
-/** Why a decision was not made by the configured store: `false` when it was. */
-export type Degraded = false | 'timeout' | 'unavailable' | 'error';
 
 /** `'open'`: allow and flag; `'closed'`: deny and flag; a Store: enforce the rules there instead. */
 export type StoreErrorPolicy = 'open' | 'closed' | Store;
@@ -58,13 +55,6 @@ type Attempt<T> = { ok: true; value: T } | Failure;
 const UNAVAILABLE: Failure = { ok: false, reason: 'unavailable' };
 const TIMED_OUT_ATTEMPT: Failure = { ok: false, reason: 'timeout' };
 const FAILED_ATTEMPT: Failure = { ok: false, reason: 'error' };
-
-export class StoreTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`floodgate: the store did not answer within ${ms} ms`);
-    this.name = 'StoreTimeoutError';
-  }
-}
 
 export function createStoreCaller(
   store: Store,
@@ -134,8 +124,7 @@ export function createStoreCaller(
   /**
    * Runs one store call within the deadline, unless the circuit is open; never rejects. A chain
    * of callbacks rather than nested async functions: this runs once per check, and each async
-   * layer costs a promise (with the batch-queue lookup of redis-batch.ts, this took the client's
-   * CPU per Redis check from ~3.0 to ~2.5 µs).
+   * layer costs a promise.
    */
   function attempt<T>(head: string, work: () => T | Promise<T>): Promise<Attempt<T>> {
     const breaker = breakerFor(head);
@@ -162,7 +151,7 @@ export function createStoreCaller(
         return { ok: true, value: outcome };
       },
       (error: unknown): Attempt<T> => {
-        // Not a failure to ride out: the application closed the client (see stores/closed.ts).
+        // Not a failure to ride out: the application closed the client (see errors.ts).
         if (error instanceof StoreClosedError) throw error;
         breaker?.fail(clock());
         failed('error', error);

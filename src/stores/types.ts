@@ -4,7 +4,7 @@
  * each key's runtime override as an opaque string (the limiter interprets it) and checks it on
  * the way, so the hot path needs no extra round trip.
  */
-import type { ResolvedRule } from '../rules.js';
+import type { ResolvedRule } from '../core/types.js';
 
 /**
  * A store's answer to `evaluate` when asked to check the key's override (`overrideSeen`) and it
@@ -55,7 +55,7 @@ export interface Store {
    */
   shardOf?(head: string): number;
   /**
-   * Evaluates every rule for the key whose Redis-style head is `head` (see keys.ts) and, when
+   * Evaluates every rule for the key whose Redis-style head is `head` (see core/key-encoding.ts) and, when
    * `consume` is set and all rules allow, consumes `cost` from each, atomically.
    * Returns (or resolves to) RAW_FIELDS numbers per rule (see decision.ts); in-process stores
    * answer synchronously, which spares the hot path a promise.

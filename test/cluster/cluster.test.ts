@@ -8,11 +8,11 @@
 import { Cluster as IoRedisCluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALGORITHM_NAMES, ALGORITHMS } from '../../src/algorithms/index.js';
-import { scriptFor } from '../../src/algorithms/script.js';
+import { encodeKey, keyHead } from '../../src/core/key-encoding.js';
 import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
-import { encodeKey, keyHead } from '../../src/keys.js';
 import { MAX_RULES } from '../../src/rules.js';
-import { readMemoryPolicies } from '../../src/stores/redis-memory-policy.js';
+import { readMemoryPolicies } from '../../src/stores/redis/memory-policy.js';
+import { scriptFor } from '../../src/stores/redis/script.js';
 import { runSpecification } from '../algorithms/run-spec.js';
 import {
   hashTag,

@@ -5,8 +5,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keyHead } from '../../src/core/key-encoding.js';
 import { createLimiter, type Decision, type Limiter, type RuleOptions, type Store } from '../../src/index.js';
-import { keyHead } from '../../src/keys.js';
 import {
   keySlot,
   nodeCommand,

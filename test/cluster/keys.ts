@@ -3,8 +3,8 @@
  * injection, very long, binary-looking). Generated from a fixed seed so a failure reproduces.
  */
 import { ALGORITHMS } from '../../src/algorithms/index.js';
+import { keyHead } from '../../src/core/key-encoding.js';
 import type { Limiter } from '../../src/index.js';
-import { keyHead } from '../../src/keys.js';
 
 /** mulberry32: a tiny seeded PRNG. */
 function prng(seed: number): () => number {

@@ -4,11 +4,11 @@ import { once } from 'node:events';
 import { createConnection, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
+import { createDenyCache } from '../../src/core/deny-cache.js';
+import { answerLocally } from '../../src/core/local-answers.js';
 import type { Decision } from '../../src/index.js';
 import { createCircuitBreaker } from '../../src/resilience/breaker.js';
 import { createDeadlines, TIMED_OUT } from '../../src/resilience/deadline.js';
-import { createDenyCache } from '../../src/resilience/deny-cache.js';
-import { answerLocally } from '../../src/resilience/local-answers.js';
 
 /** Holds the event loop for `ms`: nothing else in this process runs meanwhile. */
 function block(ms: number): void {

@@ -5,12 +5,11 @@
  * gives the same requests one by one, in the order they were issued. The batch's one flat reply
  * is split per check, and a malformed one fails every check of its batch.
  */
-
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createLimiter, type Decision, memoryStore, redisStore } from '../../src/index.js';
-import { createBatcher } from '../../src/stores/redis-batch.js';
+import { createBatcher } from '../../src/stores/redis/batch.js';
 import { ALGORITHMS, BASE_TIME, ruleArb, ruleSetArb } from '../algorithms/arbitraries.js';
 import { persistingIoRedisRunner } from '../support/persisting-runner.js';
 import { commandCalls, useRedisServer } from '../support/redis-server.js';
@@ -28,7 +27,7 @@ const request = fc.record({
 });
 const burst = fc.record({
   delta: fc.integer({ min: 0, max: 1500 }),
-  // Fewer than 8: from 8 on, a queue is split into two calls (see redis-batch.ts).
+  // Fewer than 8: from 8 on, a queue is split into two calls (see stores/redis/batch.ts).
   requests: fc.array(request, { minLength: 2, maxLength: 7 }),
 });
 const rules = fc.oneof(
@@ -89,7 +88,7 @@ it('a key checked many times in one call is written twice, first and last, and h
       denyCache: false,
     });
     await client.config('RESETSTAT');
-    // Seven checks: fewer than 8, so one call (see redis-batch.ts).
+    // Seven checks: fewer than 8, so one call (see stores/redis/batch.ts).
     const burst = await Promise.all(Array.from({ length: 7 }, () => limiter.check('hot')));
     expect(burst.map((decision) => decision.remaining)).toEqual([99, 98, 97, 96, 95, 94, 93]);
     expect(await commandCalls(client, 'psetex'), algorithm).toBe(2);

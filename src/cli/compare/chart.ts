@@ -4,7 +4,7 @@
  * requests over time, a line for what was admitted in the trailing window, the limit as a
  * dashed line and the fixed windows' edges, so the fixed window's boundary burst is visible.
  */
-import { formatDuration } from '../../rules.js';
+import { formatDuration } from '../../internal.js';
 import type { CompareReport } from './report.js';
 
 const COLORS = {

@@ -1,9 +1,8 @@
 /** `floodgate compare`: parse the options, run the comparison, print the table, JSON or a chart. */
 import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/index.js';
-import { SLIDING_LOG_MAX_LIMIT } from '../../algorithms/sliding-log.js';
-import { MAX_UNITS_TIMES_WINDOW } from '../../rules.js';
+import type { AlgorithmName } from '../../index.js';
+import { ALGORITHM_NAMES, MAX_UNITS_TIMES_WINDOW, SLIDING_LOG_MAX_LIMIT } from '../../internal.js';
 import {
   durationOption,
   integerOption,

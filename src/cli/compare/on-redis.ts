@@ -6,11 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { ALGORITHMS } from '../../algorithms/index.js';
-import { scriptFor } from '../../algorithms/script.js';
-import { keyHead } from '../../keys.js';
-import { createLimiter } from '../../limiter.js';
-import { redisStore } from '../../stores/redis.js';
+import { createLimiter, redisStore } from '../../index.js';
+import { ALGORITHMS, keyHead, scriptFor } from '../../internal.js';
 import type { Scenario } from './scenarios.js';
 import { type RuleParams, runScenario } from './simulate.js';
 

@@ -2,7 +2,7 @@
  * What `floodgate compare` prints: one table per scenario, then the article's comparison table
  * with measured values instead of adjectives; or the same numbers as JSON for machines.
  */
-import { formatDuration } from '../../rules.js';
+import { formatDuration } from '../../internal.js';
 import { type Align, renderTable } from '../table.js';
 import type { RedisMeasurement } from './on-redis.js';
 import { type AlgorithmResult, burstWindowOf, type CompareSettings, type ScenarioResult } from './run.js';

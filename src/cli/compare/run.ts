@@ -4,8 +4,7 @@
  * and (optionally) replayed on a real Redis for memory and command counts.
  */
 import type { Redis } from 'ioredis';
-import type { AlgorithmName } from '../../algorithms/index.js';
-import { memoryStore } from '../../stores/memory.js';
+import { type AlgorithmName, memoryStore } from '../../index.js';
 import type { Progress } from '../progress.js';
 import { measureOnRedis, type RedisMeasurement } from './on-redis.js';
 import { buildScenario, type Scenario, type ScenarioName } from './scenarios.js';

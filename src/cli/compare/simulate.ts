@@ -3,9 +3,7 @@
  * The same code drives the memory store and (with `--redis`) the Redis store, whose script is
  * given the simulated time, so both see identical traffic.
  */
-import type { AlgorithmName } from '../../algorithms/index.js';
-import { createLimiter } from '../../limiter.js';
-import type { Store } from '../../stores/types.js';
+import { type AlgorithmName, createLimiter, type Store } from '../../index.js';
 import type { Scenario } from './scenarios.js';
 
 export interface RuleParams {

@@ -2,7 +2,8 @@
  * Small validators for the gateway's config file. Each names the exact field it rejects
  * (`routes[2].limit: ...`), so a bad config fails at start with a message that points at it.
  */
-import { describe, parseDuration } from '../../duration.js';
+import { parseDuration } from '../../index.js';
+import { describe } from '../../internal.js';
 import { UsageError } from '../args.js';
 
 /** A configuration mistake: exit code 2, one line naming the field. */

@@ -3,7 +3,7 @@
  * to a plan, kept only as a SHA-256 digest, or the plan's name itself).
  */
 import { createHash } from 'node:crypto';
-import type { RuleOptions } from '../../rules.js';
+import type { RuleOptions } from '../../index.js';
 import { type Fields, fail, HEADER_NAME, join, type Labels, objectAt, oneOf, stringAt } from './check.js';
 import { parseRuleList } from './rules.js';
 

@@ -3,7 +3,8 @@
  * cost or exemption. Two entries may not claim the same method and path. Patterns match the
  * normalized request path, without regard to case unless a route says `caseSensitive: true`.
  */
-import { type RuleOptions, resolveRules } from '../../rules.js';
+import type { RuleOptions } from '../../index.js';
+import { resolveRules } from '../../internal.js';
 import {
   arrayAt,
   booleanAt,

@@ -2,8 +2,8 @@
  * Rules in the config file: `'120/1m'` strings or `{ name?, algorithm?, limit, window?, burst? }`
  * objects, checked in context by the core's own rule validation so messages name the field.
  */
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/index.js';
-import { formatDuration, type RuleOptions, resolveRules } from '../../rules.js';
+import type { AlgorithmName, RuleOptions } from '../../index.js';
+import { ALGORITHM_NAMES, formatDuration, resolveRules } from '../../internal.js';
 import { parseRate } from '../args.js';
 import { ConfigError, core, durationAt, fail, objectAt, oneOf, stringAt } from './check.js';
 

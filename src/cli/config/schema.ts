@@ -3,9 +3,8 @@
  * already folded in) to the resolved form `serve`, `inspect` and `reset` trust. Every error
  * names the field (`routes[2].limit: ...`), or the flag that set it.
  */
-import { HEADER_STYLES, type HeaderStyle } from '../../http/headers.js';
-import { parseTrustProxy as checkTrustProxy } from '../../http/proxy.js';
-import type { RuleOptions } from '../../rules.js';
+import type { RuleOptions } from '../../index.js';
+import { parseTrustProxy as checkTrustProxy, HEADER_STYLES, type HeaderStyle } from '../../internal.js';
 import { parseNode, type RedisTarget, redactUrl } from '../redis.js';
 import {
   arrayAt,

@@ -7,7 +7,7 @@
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import { formatDuration } from '../../rules.js';
+import { formatDuration } from '../../internal.js';
 import {
   EXIT_FAILURE,
   EXIT_OK,

@@ -2,7 +2,7 @@
  * How the gateway describes its configuration: the summary in the `listening` and `reloaded` log
  * lines, and the full listing of `serve --check`.
  */
-import { formatDuration } from '../../rules.js';
+import { formatDuration } from '../../internal.js';
 import { DEFAULT_PLAN, type GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
 

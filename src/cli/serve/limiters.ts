@@ -4,8 +4,7 @@
  * and metrics. With tiers a limiter holds every plan's rules (`plans`) and each check names one;
  * otherwise it holds the one rule list.
  */
-import { createLimiter, type Limiter } from '../../limiter.js';
-import type { RuleOptions } from '../../rules.js';
+import { createLimiter, type Limiter, type RuleOptions } from '../../index.js';
 import { DEFAULT_PLAN } from '../config/schema.js';
 import type { GatewayParts } from './gateway.js';
 

@@ -3,9 +3,7 @@
  * call is timed for the `floodgate_store_latency_seconds` histogram. A store outlives config
  * reloads unless the reload points at another Redis, so counts survive a SIGHUP.
  */
-import { memoryStore } from '../../stores/memory.js';
-import { redisStore } from '../../stores/redis.js';
-import type { Store } from '../../stores/types.js';
+import { memoryStore, redisStore, type Store } from '../../index.js';
 import { connectRedis, type RedisConnection, type RedisTarget } from '../redis.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { FloodgateOptions } from '../../http/fastify.js';
-import { apiKeyOrAddress } from '../../http/known-key.js';
+import { apiKeyOrAddress } from '../../index.js';
 import { type GatewayConfig, sha256Hex } from '../config/schema.js';
 
 /** The plan of a request, from the tier header; undefined when the config has no tiers. */

@@ -4,20 +4,23 @@
  * forgetting it (FUNCTION FLUSH, NOSCRIPT) without counting anything twice, and no call is ever
  * re-sent after any other failure, since such a call may already have been applied.
  */
-
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { ALGORITHMS } from '../../src/algorithms/index.js';
-import { CHECK_SCRIPT, CHECK_SCRIPT_SHA, scriptFor } from '../../src/algorithms/script.js';
+import { ALGORITHMS } from '../../../src/algorithms/index.js';
 import {
   createLimiter,
   type Limiter,
   type RedisStoreOptions,
   redisStore,
   type ScriptRunner,
-} from '../../src/index.js';
-import { commandCalls, type NodeRedisClient, useRedisServerWithNodeRedis } from '../support/redis-server.js';
-import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+} from '../../../src/index.js';
+import { CHECK_SCRIPT, CHECK_SCRIPT_SHA, scriptFor } from '../../../src/stores/redis/script.js';
+import {
+  commandCalls,
+  type NodeRedisClient,
+  useRedisServerWithNodeRedis,
+} from '../../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 const PINNED_SHA = 'cf739a682be9be5f777235fb5851734c126614b8';
 

@@ -4,19 +4,20 @@
  * (then it is taken in and the check is sent again); a block; the decision, and the ticket a
  * later `settle` needs.
  */
+import { describe } from '../describe.js';
+import { checkOptions } from '../options.js';
+import type { StoreCaller } from '../resilience/store-caller.js';
+import { positiveInteger } from '../rules.js';
+import { type CachedHead, evaluatorForCachedHeads } from '../stores/memory/store.js';
+import type { Store } from '../stores/types.js';
 import { type Decision, decide, RAW_FIELDS } from './decision.js';
-import { describe } from './duration.js';
-import { encodeKey, headOf, MAX_ENCODED_KEY } from './keys.js';
-import type { CheckOptions } from './limiter.js';
+import type { DenyCache } from './deny-cache.js';
+import { encodeKey, headOf, MAX_ENCODED_KEY } from './key-encoding.js';
+import { answerLocally } from './local-answers.js';
 import { type KnownOverride, type OverrideCache, resolveOverride } from './overrides.js';
 import type { Plans, RuleSet } from './plans.js';
-import type { DenyCache } from './resilience/deny-cache.js';
-import { answerLocally } from './resilience/local-answers.js';
-import type { Degraded, StoreCaller } from './resilience/store-caller.js';
-import { positiveInteger, type ResolvedRule } from './rules.js';
 import type { Tickets } from './settle.js';
-import { type CachedHead, evaluatorForCachedHeads } from './stores/memory.js';
-import type { Store } from './stores/types.js';
+import type { CheckOptions, Degraded, ResolvedRule } from './types.js';
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T>)?.then === 'function';
@@ -38,7 +39,7 @@ export interface CheckContext {
 }
 
 export interface Checks {
-  /** The key's head (see keys.ts); throws a TypeError for a key that is not a non-empty string. */
+  /** The key's head (see core/key-encoding.ts); throws a TypeError for a key that is not a non-empty string. */
   head(key: unknown): string;
   evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision>;
   /** Drops this process's cached denials of a key, under every plan. */
@@ -62,14 +63,7 @@ const HEAD_CACHE_KEYS = 16_384;
 /** Validates check options: a misspelt option would otherwise silently charge 1 or pick no plan. */
 function costOf(options: CheckOptions | undefined): number {
   if (options === undefined) return 1;
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`check options: expected { cost?, plan? }, got ${describe(options)}`);
-  }
-  for (const key in options) {
-    if (!CHECK_OPTIONS.has(key)) {
-      throw new TypeError(`check options: unknown option '${key}'; the options are cost, plan`);
-    }
-  }
+  checkOptions(options, { owner: 'check options', expected: '{ cost?, plan? }', known: CHECK_OPTIONS });
   return options.cost === undefined ? 1 : positiveInteger(options.cost, 'cost', MAX_COST);
 }
 
@@ -88,11 +82,10 @@ export function createChecks(context: CheckContext): Checks {
   } = context;
 
   // Heads of recently checked keys. The same head string object then reaches every map keyed by
-  // it (deny cache, overrides) with its hash already computed: a lookup under a freshly built
-  // head measured ~10x slower. With the memory store, the entry also keeps the store's handle to
-  // the key's state, so it is bounded by the store's own bound: with fewer, checks cycling through
-  // more active keys than this cache holds all missed it (a pass over 100,000 keys: 0.36 M
-  // checks/s with 16,384 heads, 1.04 M/s with all of them). Bounded by clearing when full; long
+  // it (deny cache, overrides) with its hash already computed, which a freshly built head would
+  // have to compute again. With the memory store, the entry also keeps the store's handle to the
+  // key's state, so it is bounded by the store's own bound: with fewer, checks cycling through
+  // more active keys than this cache holds would all miss it. Bounded by clearing when full; long
   // keys (digested, and memory an attacker would choose) are not kept.
   const local = evaluatorForCachedHeads(store);
   const evaluateCached = local?.evaluate;

@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLimiter, redisStore } from '../src/index.js';
-import { encodeKey, keyHead, MAX_ENCODED_KEY, splitHead } from '../src/keys.js';
-import { crc16, hashTag, keySlot } from './support/crc16.js';
-import { type RedisServer, startRedisServer } from './support/redis-server.js';
-import { SLOW_MACHINE_TIMEOUT } from './support/timeouts.js';
+import { encodeKey, keyHead, MAX_ENCODED_KEY, splitHead } from '../../src/core/key-encoding.js';
+import { createLimiter, redisStore } from '../../src/index.js';
+import { crc16, hashTag, keySlot } from '../support/crc16.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 
 const ENCODED_ALPHABET = /^[A-Za-z0-9_.:@/+=~%-]+$/;
 const DIGEST = /^#[A-Za-z0-9_-]{43}$/;

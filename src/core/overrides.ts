@@ -6,11 +6,14 @@
  * process on its next check of the key, and a key without an override costs one GET inside the
  * check script. Processes remember the overrides they have seen in a bounded LRU.
  */
-import { type Duration, describe, parseDuration } from './duration.js';
-import { resolvePrefix } from './keys.js';
+
+import { describe } from '../describe.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { type RuleOptions, resolveRules } from '../rules.js';
+import type { Store } from '../stores/types.js';
+import { resolvePrefix } from './key-encoding.js';
 import { type Plans, type RuleSet, ruleSet } from './plans.js';
-import { type ResolvedRule, type RuleOptions, resolveRules } from './rules.js';
-import type { Store } from './stores/types.js';
+import type { ResolvedRule } from './types.js';
 
 /** What `setOverride` accepts: rules (one or several), a plan's name, or `{ block: true }`. */
 export type Override = RuleOptions | readonly RuleOptions[] | string | { readonly block: true };

@@ -4,7 +4,7 @@
  * (`createClient`, `createCluster`) are adapted here through their public methods only, so
  * neither is a dependency. Anything else can be passed as a ready-made `ScriptRunner`.
  */
-import { describe } from '../duration.js';
+import { describe } from '../../describe.js';
 
 export interface ScriptRunner {
   /**
@@ -113,8 +113,7 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
     const partitioned = (client as { isCluster?: unknown }).isCluster === true;
     const loadLibrary = ioRedisLibraryLoader(io, partitioned);
     // The Buffer variants where the client has them: the plain ones walk every reply element to
-    // turn Buffers into strings (measured ~2% of the client's time at 64 checks in flight), and a
-    // check's reply is all integers.
+    // turn Buffers into strings, and a check's reply is all integers.
     const evalsha = io.evalshaBuffer ?? io.evalsha;
     const evalScript = io.evalBuffer ?? io.eval;
     const fcall = io.fcallBuffer ?? io.fcall;

@@ -6,18 +6,15 @@
  * hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
-import type { Script } from '../algorithms/script.js';
-import { RAW_FIELDS } from '../decision.js';
-import { isOutOfMemoryError } from './redis-client.js';
+import { RAW_FIELDS } from '../../core/decision.js';
+import { isOutOfMemoryError } from './client.js';
+import type { Script } from './script.js';
 
 /**
  * From this many queued checks on, a queue left at the end of a turn goes in two calls when no
  * call of its slot is in flight: while Redis runs one, Node encodes the next or decodes the
- * last, instead of both waiting on one big call (measured at 64 checks in flight: 1.6-1.9× the
- * decisions/s of one call carrying all 64). With a call already in flight Redis has that one to
- * run meanwhile, and a second call would only add a write, a read and Redis's per-call work
- * (measured, against splitting always: 16 checks in flight ×1.13, 24 ×1.06; Fastify over HTTP
- * 0.13 → 0.08 calls per request, ×1.06 requests/s).
+ * last, instead of both waiting on one big call. With a call already in flight Redis has that
+ * one to run meanwhile, and a second call would only add a write, a read and Redis's per-call work.
  */
 const SPLIT_FROM = 8;
 /**
@@ -141,8 +138,8 @@ export function createBatcher(
 
   function flush(): void {
     scheduled = false;
-    // Deleted one by one as they are sent, not with clear() afterwards: with clear() here, GC
-    // took 40% of the client's time (measured; V8 keeps a cleared table for its iterators).
+    // Deleted one by one as they are sent, not with clear() afterwards: V8 keeps a cleared
+    // table alive for its iterators, which costs GC time on every flush.
     for (const [script, byShard] of queues) {
       queues.delete(script);
       for (const [id, queue] of byShard) sendAll(queue.checks, id);
@@ -260,8 +257,7 @@ export function createBatcher(
           scheduled = true;
           // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests
           // from many connections arrive in separate callbacks of one turn, and all join this
-          // batch (measured: 2× the requests/s of flushing on nextTick, which batches only the
-          // checks of one callback).
+          // batch (nextTick would batch only the checks of one callback).
           setImmediate(flush);
         }
       });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalIp, formatIPv6, ipIdentity, parseIPv6 } from '../../src/http/ip.js';
+import { apiKeyOrAddress, KNOWN_KEY_RESOLVER } from '../../src/http/known-key.js';
+import { clientAddress, parseTrustProxy } from '../../src/http/proxy.js';
 import {
   addressKey,
   apiKeyFrom,
@@ -8,9 +10,7 @@ import {
   hashApiKey,
   MAX_API_KEY_LENGTH,
   UNKNOWN_CLIENT,
-} from '../../src/http/keys.js';
-import { apiKeyOrAddress, KNOWN_KEY_RESOLVER } from '../../src/http/known-key.js';
-import { clientAddress, parseTrustProxy } from '../../src/http/proxy.js';
+} from '../../src/http/request-keys.js';
 
 describe('client addresses', () => {
   it('parses and formats IPv6 per RFC 5952', () => {

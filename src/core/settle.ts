@@ -4,9 +4,10 @@
  * limiter remembers what settling needs per decision here, in a private field of the decision
  * object, so a decision stays plain data; a decision can be settled once.
  */
+
+import { describe } from '../describe.js';
 import { attachTicket, type Decision, RAW_FIELDS, ticketOf } from './decision.js';
-import { describe } from './duration.js';
-import type { ResolvedRule } from './rules.js';
+import type { ResolvedRule } from './types.js';
 
 /** What a check left behind for its settle. */
 export interface Ticket {

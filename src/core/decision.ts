@@ -3,9 +3,8 @@
  * rule from the memory store and from the Lua script) into the plain `Decision` users see.
  * This is the only place where the all-or-nothing view across rules is composed.
  */
-import { NEVER } from './algorithms/index.js';
-import type { Degraded } from './resilience/store-caller.js';
-import type { ResolvedRule } from './rules.js';
+import { NEVER } from '../algorithms/index.js';
+import type { Degraded, ResolvedRule } from './types.js';
 
 /** What one rule says about one request. */
 export interface RuleDecision {
@@ -158,7 +157,7 @@ class CheckedDecision implements Decision {
 
 /**
  * The decision for a binding rule's view. Written out field by field: an object spread that
- * then redefines one of the spread fields takes V8's slow path (~100× slower on the hot path).
+ * then redefines one of the spread fields takes V8's slow path.
  */
 export function withRules(
   binding: RuleDecision,

@@ -1,6 +1,6 @@
 /**
  * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock;
- * checks issued together share that call (see redis-batch.ts).
+ * checks issued together share that call (see batch.ts).
  * On Redis 7+ (and Valkey) the script is a function library, loaded once (on every master of a
  * cluster) and called by name (FCALL): a call then runs only the operation, not the script's
  * whole body. Where the library is missing (restart, FUNCTION FLUSH, a new node) it is loaded
@@ -12,14 +12,14 @@
  * failed may already have been applied.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BASE_SCRIPT, type Script, scriptFor } from '../algorithms/script.js';
-import { RAW_FIELDS } from '../decision.js';
-import { describe } from '../duration.js';
-import { keyHead, overrideKey, overrideRegistryKey } from '../keys.js';
-import type { ResolvedRule } from '../rules.js';
-import { StoreClosedError } from './closed.js';
-import { rejectUnknownOptions } from './options.js';
-import { createBatcher, MAX_BATCH_KEYS } from './redis-batch.js';
+import { RAW_FIELDS } from '../../core/decision.js';
+import { keyHead } from '../../core/key-encoding.js';
+import type { ResolvedRule } from '../../core/types.js';
+import { describe } from '../../describe.js';
+import { StoreClosedError } from '../../errors.js';
+import { checkOptions } from '../../options.js';
+import type { Store, StoredOverride, StoreWarning } from '../types.js';
+import { createBatcher, MAX_BATCH_KEYS } from './batch.js';
 import {
   isFunctionMissingError,
   isFunctionsUnavailableError,
@@ -28,11 +28,12 @@ import {
   type RedisClientLike,
   type ScriptRunner,
   toScriptRunner,
-} from './redis-client.js';
-import { memoryPolicyWarnings, readMemoryPolicies } from './redis-memory-policy.js';
-import { readinessOf } from './redis-ready.js';
+} from './client.js';
+import { overrideKey, overrideRegistryKey } from './key-layout.js';
+import { memoryPolicyWarnings, readMemoryPolicies } from './memory-policy.js';
+import { readinessOf } from './ready.js';
+import { BASE_SCRIPT, type Script, scriptFor } from './script.js';
 import { hashSlot } from './slot.js';
-import type { Store, StoredOverride, StoreWarning } from './types.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis`/`Cluster`, an iovalkey client, a node-redis client or cluster, or a `ScriptRunner`. */
@@ -50,7 +51,7 @@ export interface RedisStoreOptions {
   functions?: boolean;
 }
 
-const REDIS_STORE_OPTIONS = ['client', 'clock', 'functions'];
+const REDIS_STORE_OPTIONS = new Set(['client', 'clock', 'functions']);
 
 /** A Redis store, which can tell when it is able to answer. */
 export interface RedisStore extends Store {
@@ -122,7 +123,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`redisStore: expected options { client }, got ${describe(options)}`);
   }
-  rejectUnknownOptions('redisStore', options, REDIS_STORE_OPTIONS);
+  checkOptions(options, { owner: 'redisStore', expected: 'an options object', known: REDIS_STORE_OPTIONS });
   const runner: ScriptRunner = toScriptRunner(options.client, 'redisStore client');
   const clock = options.clock;
   if (clock !== undefined && typeof clock !== 'function') {
@@ -246,7 +247,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
   const batcher = createBatcher(run, shardOf, runReadOnly);
-  // Read once, when first asked (a limiter asks as it is created): see redis-memory-policy.ts.
+  // Read once, when first asked (a limiter asks as it is created): see memory-policy.ts.
   let inspected: Promise<readonly StoreWarning[]> | undefined;
 
   return {

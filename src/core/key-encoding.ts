@@ -1,7 +1,6 @@
 /**
- * Redis key layout: `<prefix>:{<key>}:<rule>:<algorithm><suffix>`, the key's runtime override at
- * `<prefix>:{<key>}:override` (same slot, so a check reads it in the same script call), and the
- * registry that lists every override of a prefix at `<prefix>:overrides`.
+ * A user key's head, shared by every store: `<prefix>:{<key>}`, to which each rule appends
+ * `:<rule>:<algorithm><suffix>`.
  *
  * The user's key is the Redis Cluster hash tag, so every rule of one key lands on one slot and
  * one script call. Characters outside a small safe set (including `{`, `}`, `%`, `#`, spaces,
@@ -11,7 +10,7 @@
  * Redis memory per key; `#` never appears in an encoded key, so the two forms cannot collide.
  */
 import { createHash } from 'node:crypto';
-import { describe } from './duration.js';
+import { describe } from '../describe.js';
 
 export const MAX_ENCODED_KEY = 128;
 const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
@@ -59,16 +58,6 @@ export function splitHead(head: string): { prefix: string; encoded: string } {
     throw new TypeError(`key head: expected '<prefix>:{<encoded key>}', got ${describe(head)}`);
   }
   return { prefix: head.slice(0, open - 1), encoded: head.slice(open + 1, -1) };
-}
-
-/** Where a key's runtime override is stored: in the key's own slot, beside its rule state. */
-export function overrideKey(head: string): string {
-  return `${head}:override`;
-}
-
-/** The hash listing every override under `prefix` (user key → stored override), for operators. */
-export function overrideRegistryKey(prefix: string): string {
-  return `${prefix}:overrides`;
 }
 
 /** Validates a limiter's `prefix` (default `'floodgate'`). */

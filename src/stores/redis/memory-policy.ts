@@ -4,10 +4,10 @@
  * expiry) and their registry included, so a blocked key is let through again without a word.
  * `volatile-*` policies evict only keys with an expiry (limiter state, never an override without
  * a ttl); `noeviction` refuses writes instead (then a key over its limit stays denied, see
- * redis-batch.ts). Read through the client's public methods; a user whose ACL denies CONFIG, a
+ * batch.ts). Read through the client's public methods; a user whose ACL denies CONFIG, a
  * proxy, or a client this module does not know is simply not inspected.
  */
-import type { StoreWarning } from './types.js';
+import type { StoreWarning } from '../types.js';
 
 type Command = (...args: string[]) => Promise<unknown>;
 

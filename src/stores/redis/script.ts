@@ -11,8 +11,8 @@
  *       joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
  *       peek, set the rule set's number, seen the override the caller knows: '' for none, '*'
  *       to skip the comparison), whatever its rules.
- *       Reply: one flat array for the whole batch (a nested array per check measured ~1 µs
- *       per check more in Redis, which inspects every table it converts), per check in order:
+ *       Reply: one flat array for the whole batch (Redis inspects every table it converts, so a
+ *       nested array per check would cost it per check), per check in order:
  *       -1 then the key's current override ('' for none) when it is not `seen` (nothing was
  *       evaluated); otherwise a count, then that many integers: per rule allowed (0/1),
  *       remaining, resetMs, retryAfterMs (-1: never), resetAfterMs, token; then, when `seen`
@@ -32,7 +32,7 @@
  * server's agree; PX only reclaims the memory.
  */
 import { createHash } from 'node:crypto';
-import { ALGORITHM_NAMES, ALGORITHMS } from './index.js';
+import { ALGORITHM_NAMES, ALGORITHMS } from '../../algorithms/index.js';
 
 /**
  * The script for a set of algorithms: the shared driver plus only those algorithms' evaluators

@@ -1,0 +1,26 @@
+/**
+ * Types that several parts share (rules, core, stores, resilience): kept here so that each may
+ * import them without importing the others.
+ */
+import type { AnyAlgorithm } from '../algorithms/index.js';
+
+/** A validated rule. `limit`, `windowMs` and `capacity` are what the algorithms compute with. */
+export interface ResolvedRule {
+  readonly name: string;
+  readonly algorithm: AnyAlgorithm;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly capacity: number;
+  /** Appended to a key's head to make this rule's base Redis key: `:<name>:<algorithm tag>`. */
+  readonly keyTail: string;
+}
+
+export interface CheckOptions {
+  /** Units this request takes: a positive integer, default 1 (e.g. LLM tokens, or an estimate to `settle` later). */
+  cost?: number;
+  /** With `plans`: the plan whose rules apply (default `defaultPlan`). An unknown plan throws. */
+  plan?: string;
+}
+
+/** Why a decision was not made by the configured store: `false` when it was. */
+export type Degraded = false | 'timeout' | 'unavailable' | 'error';

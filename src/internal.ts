@@ -1,0 +1,18 @@
+/**
+ * The one internal entry point: what the `floodgate` command needs beyond the public API
+ * (rule parsing, the Redis key layout and script, the HTTP key and header pieces). Not exported
+ * by the package; the CLI imports the public API from index.ts and everything else from here.
+ */
+export { ALGORITHM_NAMES, ALGORITHMS } from './algorithms/index.js';
+export { SLIDING_LOG_MAX_LIMIT } from './algorithms/sliding-log.js';
+export { keyHead } from './core/key-encoding.js';
+export { decodeOverride } from './core/overrides.js';
+export type { ResolvedRule } from './core/types.js';
+export { describe } from './describe.js';
+export { HEADER_STYLES, type HeaderStyle } from './http/headers.js';
+export { DEFAULT_IPV6_SUBNET } from './http/ip.js';
+export { parseTrustProxy } from './http/proxy.js';
+export { addressKey, hashApiKey, UNKNOWN_CLIENT } from './http/request-keys.js';
+export { formatDuration, MAX_UNITS_TIMES_WINDOW, resolveRules } from './rules.js';
+export { overrideKey } from './stores/redis/key-layout.js';
+export { scriptFor } from './stores/redis/script.js';
