@@ -7,7 +7,7 @@ import type { RuleOptions } from '../../index.js';
 import { type Fields, fail, HEADER_NAME, join, type Labels, objectAt, oneOf, stringAt } from './check.js';
 import { parseRuleList } from './rules.js';
 
-/** The core's rule for plan names (src/plans.ts): no dots, since rules are shown as `<plan>.<rule>`. */
+/** The core's rule for plan names (src/core/plans.ts): no dots, since rules are shown as `<plan>.<rule>`. */
 const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 /** The plan of a config without tiers. */

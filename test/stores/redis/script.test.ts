@@ -113,7 +113,7 @@ describe('the check script', () => {
   it('has the pinned SHA (update the pin deliberately when the script changes)', () => {
     expect(
       CHECK_SCRIPT_SHA,
-      'the Lua check script changed: review the change, then update PINNED_SHA in test/algorithms/script.test.ts deliberately',
+      'the Lua check script changed: review the change, then update PINNED_SHA in test/stores/redis/script.test.ts deliberately',
     ).toBe(PINNED_SHA);
   });
 
