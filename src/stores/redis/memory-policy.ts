@@ -55,27 +55,10 @@ function policyReaders(client: unknown): Command[] | Promise<Command[]> {
 }
 
 /**
- * Resolves once the client is connected: a limiter is usually created before its client is
- * (and an ioredis client without an offline queue refuses commands until then). ioredis and
- * node-redis both emit `ready`; their `status` / `isReady` say whether it already happened.
- */
-function connected(client: unknown): Promise<void> {
-  const state = client as {
-    status?: unknown;
-    isReady?: unknown;
-    once?: (event: string, listener: () => void) => void;
-  };
-  const waiting = (typeof state.status === 'string' && state.status !== 'ready') || state.isReady === false;
-  if (!waiting || typeof state.once !== 'function') return Promise.resolve();
-  return new Promise((resolve) => state.once?.('ready', resolve));
-}
-
-/**
- * The policies of every node, in no order, once the client is connected; empty when they cannot
- * be read (ACL, proxy, a client of another kind).
+ * The policies of every node, in no order (call it once the client is connected); empty when they
+ * cannot be read (ACL, proxy, a client of another kind).
  */
 export async function readMemoryPolicies(client: unknown): Promise<string[]> {
-  await connected(client);
   try {
     const readers = await policyReaders(client);
     const replies = await Promise.all(readers.map((read) => read('GET', 'maxmemory-policy')));

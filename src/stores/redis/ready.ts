@@ -15,6 +15,8 @@ export interface Readiness {
   readonly ready: boolean;
   /** Resolves when the client is ready; rejects when it ends first. */
   whenReady(): Promise<void>;
+  /** whenReady, without telling a `lazyConnect` client to connect (for work that may wait for the first call). */
+  whenConnected(): Promise<void>;
   /**
    * whenReady, for a store call: past MAX_CALLS_BEFORE_READY calls already waiting, rejects at
    * once, so that a client that never connects cannot pile them up.
@@ -32,6 +34,7 @@ function closedError(): Error {
 const ALWAYS_READY: Readiness = {
   ready: true,
   whenReady: () => Promise.resolve(),
+  whenConnected: () => Promise.resolve(),
   beforeCall: () => Promise.resolve(),
 };
 
@@ -54,6 +57,14 @@ export function readinessOf(client: unknown): Readiness {
     return seenReady;
   }
   function whenReady(): Promise<void> {
+    const connectedOrEnded = whenConnected();
+    // An ioredis `lazyConnect` client connects on its first command, which waits for this.
+    if (candidate.status === 'wait' && typeof candidate.connect === 'function') {
+      (candidate.connect as () => Promise<void>).call(client).catch(() => undefined);
+    }
+    return connectedOrEnded;
+  }
+  function whenConnected(): Promise<void> {
     if (ready()) return Promise.resolve();
     // An ioredis client that gave up reconnecting (or was disconnected) will never be ready.
     if (candidate.status === 'end') return Promise.reject(closedError());
@@ -75,10 +86,6 @@ export function readinessOf(client: unknown): Readiness {
       }
       events.once('ready', onReady);
       events.once('end', onEnd);
-      // An ioredis `lazyConnect` client connects on its first command, which waits for this.
-      if (candidate.status === 'wait' && typeof candidate.connect === 'function') {
-        (candidate.connect as () => Promise<void>).call(client).catch(() => undefined);
-      }
     });
     return waiting;
   }
@@ -87,6 +94,7 @@ export function readinessOf(client: unknown): Readiness {
       return ready();
     },
     whenReady,
+    whenConnected,
     async beforeCall() {
       if (callsWaiting >= MAX_CALLS_BEFORE_READY) {
         throw new Error('floodgate: the Redis client has not connected yet');

@@ -285,7 +285,14 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       await run(described.script, ruleKeys(head, described.suffixes), args);
     },
     inspect() {
-      inspected ??= readMemoryPolicies(options.client).then(memoryPolicyWarnings);
+      // Once connected (a limiter is often created before its client is), never forcing a lazy client to connect.
+      inspected ??= readiness
+        .whenConnected()
+        .then(
+          () => readMemoryPolicies(options.client),
+          () => [],
+        )
+        .then(memoryPolicyWarnings);
       return inspected;
     },
     async reset(head, rules) {
