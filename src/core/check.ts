@@ -8,9 +8,8 @@ import { describe } from '../describe.js';
 import { checkOptions } from '../options.js';
 import type { StoreCaller } from '../resilience/store-caller.js';
 import { positiveInteger } from '../rules.js';
-import { type CachedHead, evaluatorForCachedHeads } from '../stores/memory/store.js';
-import type { Store } from '../stores/types.js';
-import { type Decision, decide, RAW_FIELDS } from './decision.js';
+import type { CachedHead, RuleOutcome, Store } from '../stores/types.js';
+import { type Decision, decide } from './decision.js';
 import type { DenyCache } from './deny-cache.js';
 import { encodeKey, headOf, MAX_ENCODED_KEY } from './key-encoding.js';
 import { answerLocally } from './local-answers.js';
@@ -87,8 +86,7 @@ export function createChecks(context: CheckContext): Checks {
   // key's state, so it is bounded by the store's own bound: with fewer, checks cycling through
   // more active keys than this cache holds would all miss it. Bounded by clearing when full; long
   // keys (digested, and memory an attacker would choose) are not kept.
-  const local = evaluatorForCachedHeads(store);
-  const evaluateCached = local?.evaluate;
+  const local = store.inProcess;
   const headCacheKeys = Math.max(HEAD_CACHE_KEYS, local?.maxKeys ?? 0);
   const heads = new Map<string, CachedHead>();
   function cachedHead(key: unknown): CachedHead {
@@ -137,20 +135,20 @@ export function createChecks(context: CheckContext): Checks {
     return known;
   }
 
-  /** The decision for a store's numbers, with the ticket a later settle needs. */
+  /** The decision for a store's outcomes, with the ticket a later settle needs. */
   function conclude(
     keyHeadValue: string,
     rules: readonly ResolvedRule[],
-    raw: ArrayLike<number>,
+    outcomes: readonly RuleOutcome[],
     cost: number,
     degraded: Degraded,
     plan: string | undefined,
     consume: boolean,
   ): Decision {
-    const decision = decide(rules, raw, cost, degraded, plan);
+    const decision = decide(rules, outcomes, cost, degraded, plan);
     if (consume && decision.allowed) {
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
-      tickets.issue(decision, keyHeadValue, rules, cost, raw, where);
+      tickets.issue(decision, keyHeadValue, rules, cost, outcomes, where);
     }
     return decision;
   }
@@ -170,19 +168,19 @@ export function createChecks(context: CheckContext): Checks {
         return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
       }
       const { rules, plan } = planned;
-      const raw =
-        evaluateCached === undefined
+      const reply =
+        local === undefined
           ? store.evaluate(keyHeadValue, rules, cost, consume, '')
-          : evaluateCached(cached, rules, cost, consume);
-      if (isPromise(raw)) {
-        return raw.then((values) =>
-          'overrideChanged' in values
+          : local.evaluate(cached, rules, cost, consume);
+      if (isPromise(reply)) {
+        return reply.then((settled) =>
+          'overrideChanged' in settled
             ? evaluateThroughCaller(key, keyHeadValue, cost, planned, consume)
-            : conclude(keyHeadValue, rules, values, cost, false, plan, consume),
+            : conclude(keyHeadValue, rules, settled.outcomes, cost, false, plan, consume),
         );
       }
-      if ('overrideChanged' in raw) return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
-      return Promise.resolve(conclude(keyHeadValue, rules, raw, cost, false, plan, consume));
+      if ('overrideChanged' in reply) return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
+      return Promise.resolve(conclude(keyHeadValue, rules, reply.outcomes, cost, false, plan, consume));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -218,17 +216,17 @@ export function createChecks(context: CheckContext): Checks {
         const cached = denyCache.get(cacheKey, cost, clock());
         if (cached !== undefined) return answerLocally(cached);
       }
-      const { raw, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
-      if ('overrideChanged' in raw) {
-        known = learn(key, keyHeadValue, raw.value);
+      const { reply, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
+      if ('overrideChanged' in reply) {
+        known = learn(key, keyHeadValue, reply.value);
         continue;
       }
       if (known !== undefined && seen !== undefined && degraded === false) {
-        const remaining = raw[rules.length * RAW_FIELDS] as number;
-        known.expiresAt = remaining < 0 ? undefined : clock() + remaining;
+        const ttl = reply.overrideTtlMs ?? Number.POSITIVE_INFINITY;
+        known.expiresAt = ttl === Number.POSITIVE_INFINITY ? undefined : clock() + ttl;
       }
       if (known?.block === true) return blocked(known, degraded);
-      const decision = conclude(keyHeadValue, rules, raw, cost, degraded, set.plan, consume);
+      const decision = conclude(keyHeadValue, rules, reply.outcomes, cost, degraded, set.plan, consume);
       if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
         denyCache.remember(cacheKey, cost, decision, clock());
       }

@@ -4,13 +4,14 @@
  * states a second past their expiry are reclaimed as new checks arrive (no timer per key). Overrides (few, set by
  * operators) live in a map of their own, outside that bound.
  */
-import { RAW_FIELDS } from '../../core/decision.js';
+
+import type { Evaluation } from '../../algorithms/index.js';
 import { keyHead, splitHead } from '../../core/key-encoding.js';
 import { createLru, type LruEntry } from '../../core/lru.js';
 import type { ResolvedRule } from '../../core/types.js';
 import { describe } from '../../describe.js';
 import { checkOptions } from '../../options.js';
-import type { EvaluateReply, Store, StoredOverride } from '../types.js';
+import type { CachedHead, Evaluated, EvaluateReply, Store, StoredOverride } from '../types.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -102,42 +103,6 @@ function liveState(slot: Slot | undefined, now: number): unknown {
 }
 
 const MEMORY_STORE_OPTIONS = new Set(['maxKeys', 'clock']);
-
-/**
- * A key's head as a limiter caches it, with the memory store's handle to the key's state: a
- * check then reaches its slots without looking the key up again (one Map lookup fewer per check).
- */
-export interface CachedHead {
-  readonly head: string;
-  /** The head's parts (see headOf): the limiter's prefix and the encoded key. */
-  readonly prefix: string;
-  readonly encoded: string;
-  /** The store's own, opaque to the limiter; undefined until the store sets it. */
-  handle: unknown;
-}
-
-/** `evaluate` with no override known to the caller (`overrideSeen` `''`), for a cached head. */
-export type EvaluateCached = (
-  cached: CachedHead,
-  rules: readonly ResolvedRule[],
-  cost: number,
-  consume: boolean,
-) => EvaluateReply;
-
-/** What a limiter needs to call a memory store through its cached heads. */
-export interface CachedEvaluator {
-  readonly evaluate: EvaluateCached;
-  /** The store's bound on rule states (a bound on the keys it holds, too). */
-  readonly maxKeys: number;
-}
-
-// Kept beside each memory store rather than on it, so the store's public shape is unchanged.
-const cachedEvaluators = new WeakMap<Store, CachedEvaluator>();
-
-/** The cached-head evaluator of a store made by memoryStore(), or undefined for any other store. */
-export function evaluatorForCachedHeads(store: Store): CachedEvaluator | undefined {
-  return cachedEvaluators.get(store);
-}
 
 /**
  * How long an expired chain is kept before it is reclaimed. A bucket under its limit expires
@@ -284,7 +249,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
 
   /**
    * Evaluates `rules` under `prefix` on the chain of `encoded` starting at `first` and, if all
-   * allow and `consume`, commits them.
+   * allow and `consume`, commits them. Returns each rule's evaluation.
    */
   function run(
     encoded: string,
@@ -294,40 +259,28 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     cost: number,
     consume: boolean,
     now: number,
-  ): number[] {
+  ): Evaluation[] {
     const count = rules.length;
     if (count === 1) {
-      // The usual case: the slot is found once, and the numbers are one packed literal rather than
-      // the loop's holey array filled field by field.
+      // The usual case: the slot is found once, and the outcomes are one packed literal.
       const rule = rules[0] as ResolvedRule;
       const slot = slotOf(first, prefix, rule.keyTail);
       const state = liveState(slot, now);
-      const { allowed, remaining, resetMs, retryAfterMs, resetAfterMs, token } = rule.algorithm.evaluate(
-        state,
-        now,
-        cost,
-        rule,
-      );
-      if (allowed && consume) {
-        commitRule(encoded, prefix, first, slot, state, rule, cost, now, resetAfterMs);
+      const evaluation = rule.algorithm.evaluate(state, now, cost, rule);
+      if (evaluation.allowed && consume) {
+        commitRule(encoded, prefix, first, slot, state, rule, cost, now, evaluation.resetAfterMs);
         reclaim(now);
       }
-      return [allowed ? 1 : 0, remaining, resetMs, retryAfterMs, resetAfterMs, token];
+      return [evaluation];
     }
-    const raw: number[] = new Array(count * RAW_FIELDS);
+    const outcomes: Evaluation[] = new Array(count);
     const slots = slotsOf(first, prefix, rules);
     let allAllowed = true;
     for (let i = 0; i < count; i++) {
       const rule = rules[i] as ResolvedRule;
       const evaluation = rule.algorithm.evaluate(liveState(slots[i], now), now, cost, rule);
       allAllowed &&= evaluation.allowed;
-      const at = i * RAW_FIELDS;
-      raw[at] = evaluation.allowed ? 1 : 0;
-      raw[at + 1] = evaluation.remaining;
-      raw[at + 2] = evaluation.resetMs;
-      raw[at + 3] = evaluation.retryAfterMs;
-      raw[at + 4] = evaluation.resetAfterMs;
-      raw[at + 5] = evaluation.token;
+      outcomes[i] = evaluation;
     }
     if (allAllowed && consume) {
       let chain = first;
@@ -335,7 +288,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       for (let i = 0; i < count; i++) {
         const rule = rules[i] as ResolvedRule;
         const slot = slots[i];
-        const resetAfterMs = raw[i * RAW_FIELDS + 4] as number;
+        const resetAfterMs = (outcomes[i] as Evaluation).resetAfterMs;
         chain = commitRule(
           encoded,
           prefix,
@@ -353,7 +306,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       }
       reclaim(now);
     }
-    return raw;
+    return outcomes;
   }
 
   function evaluateCached(
@@ -372,15 +325,16 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       entry = chains.entry(encoded);
       cached.handle = entry;
     }
-    const raw = run(encoded, prefix, entry?.value, rules, cost, consume, now);
+    const outcomes = run(encoded, prefix, entry?.value, rules, cost, consume, now);
     // A chain this check created: keep its handle (it is the newest, so the lookup moves nothing).
     if (entry === undefined && consume) cached.handle = chains.entry(encoded);
-    return raw;
+    return { outcomes };
   }
 
   const store: Store & { readonly size: number } = {
     kind: 'memory',
     local: true,
+    inProcess: { evaluate: evaluateCached, maxKeys },
     clock,
     get size() {
       return stateCount;
@@ -392,9 +346,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         return { overrideChanged: true, value: override?.value };
       }
       const { prefix, encoded } = splitHead(head);
-      const raw = run(encoded, prefix, chains.get(encoded), rules, cost, consume, now);
-      if (override !== undefined) raw.push(override.expiresAt === undefined ? -1 : override.expiresAt - now);
-      return raw;
+      const outcomes = run(encoded, prefix, chains.get(encoded), rules, cost, consume, now);
+      if (override === undefined) return { outcomes };
+      const overrideTtlMs =
+        override.expiresAt === undefined ? Number.POSITIVE_INFINITY : override.expiresAt - now;
+      return { outcomes, overrideTtlMs } satisfies Evaluated;
     },
     async settle(head, rules, reserved, actual, tokens) {
       const now = clock();
@@ -445,6 +401,5 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       return list;
     },
   };
-  cachedEvaluators.set(store, { evaluate: evaluateCached, maxKeys });
   return store;
 }

@@ -6,8 +6,8 @@
  * hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
-import { RAW_FIELDS } from '../../core/decision.js';
 import { isOutOfMemoryError } from './client.js';
+import { deniedOrOverride } from './reply.js';
 import type { Script } from './script.js';
 
 /**
@@ -100,13 +100,6 @@ function answerFromPeeks(batch: readonly Pending[], reply: unknown, error: unkno
     if (answer !== undefined && (pending.mode === 'p' || deniedOrOverride(answer))) pending.resolve(answer);
     else pending.reject(error);
   }
-}
-
-/** Whether one check's reply is a denial by some rule (see RAW_FIELDS), or an override to learn. */
-function deniedOrOverride(answer: unknown): boolean {
-  if (!Array.isArray(answer) || answer[0] === 'override') return true;
-  for (let at = 0; at + RAW_FIELDS <= answer.length; at += RAW_FIELDS) if (answer[at] === 0) return true;
-  return false;
 }
 
 export interface Batcher {

@@ -12,7 +12,6 @@
  * failed may already have been applied.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RAW_FIELDS } from '../../core/decision.js';
 import { keyHead } from '../../core/key-encoding.js';
 import type { ResolvedRule } from '../../core/types.js';
 import { describe } from '../../describe.js';
@@ -32,6 +31,7 @@ import {
 import { overrideKey, overrideRegistryKey } from './key-layout.js';
 import { memoryPolicyWarnings, readMemoryPolicies } from './memory-policy.js';
 import { readinessOf } from './ready.js';
+import { decodeCheckReply } from './reply.js';
 import { BASE_SCRIPT, type Script, scriptFor } from './script.js';
 import { hashSlot } from './slot.js';
 
@@ -268,15 +268,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
         cost,
         seen,
       });
-      if (Array.isArray(reply) && reply[0] === 'override' && reply.length === 2) {
-        const value = String(reply[1]);
-        return { overrideChanged: true, value: value === '' ? undefined : value };
-      }
-      const expected = rules.length * RAW_FIELDS + (seen === '*' || seen === '' ? 0 : 1);
-      if (!Array.isArray(reply) || reply.length !== expected) {
-        throw new Error(`floodgate: unexpected reply from the Redis script: ${describe(reply)}`);
-      }
-      return reply as number[];
+      return decodeCheckReply(reply, rules.length, seen);
     },
     async settle(head, rules, reserved, actual, tokens) {
       const perRule = rules.flatMap((rule, i) => ruleArgs(rule, tokens[i] as number));
