@@ -6,6 +6,7 @@
  * hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
+import type { Run } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
 import { deniedOrOverride } from './reply.js';
 import type { Script } from './script.js';
@@ -106,8 +107,6 @@ export interface Batcher {
   /** Queues one check (see the 'b' mode in script.ts); resolves with its reply. */
   enqueue(check: Omit<Pending, 'resolve' | 'reject'> & { readonly head: string }): Promise<unknown>;
 }
-
-type Run = (script: Script, keys: string[], args: string[]) => Promise<unknown>;
 
 /**
  * @param run sends one call of a script (KEYS, ARGV) and resolves with its reply.
