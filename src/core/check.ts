@@ -103,10 +103,13 @@ export function createChecks(context: CheckContext): Checks {
         return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
       }
       const { rules, plan } = planned;
-      const reply =
-        local === undefined
-          ? store.evaluate(keyHeadValue, rules, cost, consume, '')
-          : local.evaluate(cached, rules, cost, consume);
+      if (local !== undefined) {
+        const outcomes = local.evaluate(cached, rules, cost, consume);
+        if ('overrideChanged' in outcomes)
+          return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
+        return Promise.resolve(conclude(keyHeadValue, rules, outcomes, cost, false, plan, consume));
+      }
+      const reply = store.evaluate(keyHeadValue, rules, cost, consume, '');
       if (isPromise(reply)) {
         return reply.then((settled) =>
           'overrideChanged' in settled

@@ -60,8 +60,16 @@ export interface CachedHead {
 
 /** The synchronous fast path of an in-process store (see Store.inProcess). */
 export interface InProcessPath {
-  /** `evaluate` with no override known to the caller (`overrideSeen` `''`), for a cached head. */
-  evaluate(cached: CachedHead, rules: readonly ResolvedRule[], cost: number, consume: boolean): EvaluateReply;
+  /**
+   * `evaluate` with no override known to the caller (`overrideSeen` `''`), for a cached head:
+   * the outcomes themselves (no `Evaluated` around them, one allocation fewer per check).
+   */
+  evaluate(
+    cached: CachedHead,
+    rules: readonly ResolvedRule[],
+    cost: number,
+    consume: boolean,
+  ): readonly RuleOutcome[] | OverrideChanged;
   /** The store's bound on the keys it holds: the limiter caches as many heads. */
   readonly maxKeys: number;
 }

@@ -8,7 +8,7 @@ import type { LruEntry } from '../../core/lru.js';
 import type { ResolvedRule } from '../../core/types.js';
 import { describe } from '../../describe.js';
 import { checkOptions } from '../../options.js';
-import type { CachedHead, Evaluated, EvaluateReply, Store } from '../types.js';
+import type { CachedHead, Evaluated, OverrideChanged, RuleOutcome, Store } from '../types.js';
 import { createChains } from './chains.js';
 import { createMemoryOverrides } from './overrides.js';
 import { createRun } from './run.js';
@@ -59,7 +59,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     rules: readonly ResolvedRule[],
     cost: number,
     consume: boolean,
-  ): EvaluateReply {
+  ): readonly RuleOutcome[] | OverrideChanged {
     const now = clock();
     const { head, prefix, encoded } = cached;
     const override = overrides.live(head, now);
@@ -73,7 +73,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     const outcomes = run(encoded, prefix, entry?.value, rules, cost, consume, now);
     // A chain this check created: keep its handle (it is the newest, so the lookup moves nothing).
     if (entry === undefined && consume) cached.handle = chains.entry(encoded);
-    return { outcomes };
+    return outcomes;
   }
 
   return {
