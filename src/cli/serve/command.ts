@@ -6,7 +6,7 @@
  * finish (up to the shutdown timeout), then exit 0.
  */
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { formatDuration } from '../../internal.js';
 import {
   EXIT_FAILURE,
@@ -137,194 +137,271 @@ async function checkGateway(parsed: Parsed, config: GatewayConfig): Promise<void
   await gateway.close();
 }
 
+/** What every generation shares for the life of the process. */
 interface Shared {
   logger: Logger;
   metrics: GatewayMetrics;
+  /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
+  apiKeySecret: string | undefined;
+}
+
+/** A running gateway: the listening server, and the parts a reload replaces or shutdown closes. */
+interface Running {
+  readonly parsed: Parsed;
+  readonly shared: Shared;
+  readonly server: Server;
+  readonly admin: AdminListener | undefined;
+  config: GatewayConfig;
+  store: StoreHandle;
+  gateway: Gateway;
+  /** Replaced generations still finishing their requests. */
+  readonly retiring: Set<Gateway>;
+  /** Set on SIGTERM/SIGINT: every response then closes its connection. */
+  draining: boolean;
 }
 
 async function start(
   parsed: Parsed,
-  initial: GatewayConfig,
-  shared: Shared,
+  config: GatewayConfig,
+  shared: Omit<Shared, 'apiKeySecret'>,
 ): Promise<{ done: Promise<number> }> {
-  const { logger, metrics } = shared;
-  const apiKeySecret = process.env.FLOODGATE_API_KEY_SECRET || undefined;
-  let config = initial;
-  let store: StoreHandle = await openStore(config.redis, logger, metrics);
-  let gateway: Gateway;
-  try {
-    gateway = await buildNamed(parsed, {
-      config,
-      store,
-      ...shared,
-      ...(apiKeySecret ? { apiKeySecret } : {}),
-    });
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
-  let admin: AdminListener | undefined;
-  try {
-    admin =
-      config.admin === undefined
-        ? undefined
-        : await startAdmin({ ...config.admin, logger, metrics, store: () => store });
-  } catch (error) {
-    await gateway.close();
-    await store.close();
-    throw error;
-  }
-
-  let draining = false;
-  const server: Server = createServer(edgeServerOptions(config.clientTimeoutMs), (req, res) => {
-    if (draining) res.setHeader('connection', 'close');
-    gateway.handle(req, res);
+  const all: Shared = { ...shared, apiKeySecret: process.env.FLOODGATE_API_KEY_SECRET || undefined };
+  const store = await openStore(config.redis, all.logger, all.metrics);
+  const gateway = await closingOnFailure([store], () => buildGeneration(parsed, config, store, all));
+  const admin = await closingOnFailure([gateway, store], () => adminFor(config, all, () => running.store));
+  const server = createEdgeServer(config, all.logger, (req, res) => {
+    if (running.draining) res.setHeader('connection', 'close');
+    running.gateway.handle(req, res);
   });
+  const running: Running = {
+    parsed,
+    shared: all,
+    server,
+    admin,
+    config,
+    store,
+    gateway,
+    retiring: new Set(),
+    draining: false,
+  };
+  await closingOnFailure([gateway, admin, store], () => listen(server, config));
+  logListening(running);
+  return { done: handleSignals(running) };
+}
+
+/** Runs `step`; if it throws, closes what was opened before it (in order), then rethrows. */
+async function closingOnFailure<T>(
+  opened: readonly ({ close(): Promise<void> } | undefined)[],
+  step: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    for (const part of opened) await part?.close();
+    throw error;
+  }
+}
+
+function buildGeneration(
+  parsed: Parsed,
+  config: GatewayConfig,
+  store: StoreHandle,
+  shared: Shared,
+): Promise<Gateway> {
+  return buildNamed(parsed, partsOf(config, store, shared));
+}
+
+function partsOf(config: GatewayConfig, store: StoreHandle, shared: Shared): GatewayParts {
+  const { logger, metrics, apiKeySecret } = shared;
+  return { config, store, logger, metrics, ...(apiKeySecret ? { apiKeySecret } : {}) };
+}
+
+async function adminFor(
+  config: GatewayConfig,
+  shared: Shared,
+  store: () => StoreHandle,
+): Promise<AdminListener | undefined> {
+  if (config.admin === undefined) return undefined;
+  return startAdmin({ ...config.admin, logger: shared.logger, metrics: shared.metrics, store });
+}
+
+/** The one server that owns the public socket and every connection, across generations. */
+function createEdgeServer(
+  config: GatewayConfig,
+  logger: Logger,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): Server {
+  const server = createServer(edgeServerOptions(config.clientTimeoutMs), handle);
   answerClientErrors(server, logger);
+  return server;
+}
+
+async function listen(server: Server, config: GatewayConfig): Promise<void> {
   try {
     server.listen(config.port, config.host);
     await once(server, 'listening');
   } catch (error) {
-    await gateway.close();
-    await admin?.close();
-    await store.close();
     throw new RuntimeFailure(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
+}
+
+function logListening({ server, config, admin, store, shared }: Running): void {
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
-  logger.info('listening', {
+  shared.logger.info('listening', {
     url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
     upstream: config.upstream === undefined ? 'demo' : redactUrl(config.upstream.href),
     admin: admin?.url ?? 'off',
     store: store.label,
     ...summary(config),
   });
+}
 
-  // SIGHUP: one reload at a time; a signal during a reload schedules one more.
+/** SIGHUP: re-reads the config and swaps in a new generation; a bad config keeps the running one. */
+async function reload(running: Running): Promise<void> {
+  const { logger, metrics } = running.shared;
+  logger.info('reload_started');
+  let next: GatewayConfig;
+  try {
+    next = await loadConfig(running.parsed);
+  } catch (error) {
+    metrics.reloads.inc({ result: 'failed' });
+    logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
+    return;
+  }
+  warnListenChanges(running.config, next, logger);
+  for (const warning of configWarnings(next)) logger.warn('config_warning', { detail: warning });
+  const previousStore = running.store;
+  let nextStore = previousStore;
+  try {
+    if (!sameTarget(next.redis, previousStore.target))
+      nextStore = await openStore(next.redis, logger, metrics);
+    const nextGateway = await buildGateway(partsOf(next, nextStore, running.shared));
+    const previous = running.gateway;
+    running.gateway = nextGateway;
+    running.config = next;
+    running.server.headersTimeout = next.clientTimeoutMs;
+    running.store = nextStore;
+    metrics.reloads.inc({ result: 'ok' });
+    logger.info('reloaded', { store: nextStore.label, ...summary(next) });
+    retire(running, previous, previousStore !== nextStore ? previousStore : undefined);
+  } catch (error) {
+    if (nextStore !== previousStore) await nextStore.close();
+    metrics.reloads.inc({ result: 'failed' });
+    logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
+  }
+}
+
+function warnListenChanges(config: GatewayConfig, next: GatewayConfig, logger: Logger): void {
+  if (
+    next.host !== config.host ||
+    next.port !== config.port ||
+    JSON.stringify(next.admin) !== JSON.stringify(config.admin)
+  ) {
+    logger.warn('reload_listen_unchanged', { detail: 'host, port and admin changes need a restart' });
+  }
+}
+
+/**
+ * A replaced generation finishes its requests in the background (no deadline: it may be
+ * streaming), then closes; so does a replaced store once its last generation is gone.
+ */
+function retire(running: Running, previous: Gateway, previousStore: StoreHandle | undefined): void {
+  running.retiring.add(previous);
+  void previous
+    .drain()
+    .then(async () => {
+      await previous.close();
+      await previousStore?.close();
+    })
+    .catch((error) => running.shared.logger.error('retire_error', { error }))
+    .finally(() => running.retiring.delete(previous));
+}
+
+/** One reload at a time; a SIGHUP during a reload schedules one more. */
+function createReloader(running: Running) {
   let reloading: Promise<void> | undefined;
   let again = false;
-  async function reload(): Promise<void> {
-    logger.info('reload_started');
-    let next: GatewayConfig;
-    try {
-      next = await loadConfig(parsed);
-    } catch (error) {
-      metrics.reloads.inc({ result: 'failed' });
-      logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
-      return;
-    }
-    if (
-      next.host !== config.host ||
-      next.port !== config.port ||
-      JSON.stringify(next.admin) !== JSON.stringify(config.admin)
-    ) {
-      logger.warn('reload_listen_unchanged', { detail: 'host, port and admin changes need a restart' });
-    }
-    for (const warning of configWarnings(next)) logger.warn('config_warning', { detail: warning });
-    const previousStore = store;
-    let nextStore = store;
-    try {
-      if (!sameTarget(next.redis, store.target)) nextStore = await openStore(next.redis, logger, metrics);
-      const nextGateway = await buildGateway({
-        config: next,
-        store: nextStore,
-        ...shared,
-        ...(apiKeySecret ? { apiKeySecret } : {}),
-      });
-      const previous = gateway;
-      gateway = nextGateway;
-      config = next;
-      server.headersTimeout = next.clientTimeoutMs;
-      store = nextStore;
-      metrics.reloads.inc({ result: 'ok' });
-      logger.info('reloaded', { store: store.label, ...summary(config) });
-      retire(previous, previousStore !== store ? previousStore : undefined);
-    } catch (error) {
-      if (nextStore !== previousStore) await nextStore.close();
-      metrics.reloads.inc({ result: 'failed' });
-      logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
-    }
-  }
-  // A replaced generation finishes its requests in the background (no deadline: it may be
-  // streaming), then closes; so does a replaced store once its last generation is gone.
-  const retiring = new Set<Gateway>();
-  function retire(previous: Gateway, previousStore: StoreHandle | undefined): void {
-    retiring.add(previous);
-    void previous
-      .drain()
-      .then(async () => {
-        await previous.close();
-        await previousStore?.close();
-      })
-      .catch((error) => logger.error('retire_error', { error }))
-      .finally(() => retiring.delete(previous));
-  }
-
-  const onHangup = () => {
-    if (reloading !== undefined) {
-      again = true;
-      return;
-    }
-    reloading = (async () => {
-      do {
-        again = false;
-        await reload();
-      } while (again);
-      reloading = undefined;
-    })();
+  return {
+    onHangup() {
+      if (reloading !== undefined) {
+        again = true;
+        return;
+      }
+      reloading = (async () => {
+        do {
+          again = false;
+          await reload(running);
+        } while (again);
+        reloading = undefined;
+      })();
+    },
+    /** Resolves once no reload is under way. */
+    settled: () => reloading,
   };
+}
 
-  let resolveDone: (code: number) => void = () => {};
-  const done = new Promise<number>((resolve) => {
-    resolveDone = resolve;
-  });
-  let stopping = false;
-  async function shutdown(signal: string): Promise<void> {
-    if (stopping) return;
-    stopping = true;
-    draining = true;
-    logger.info('shutdown_started', { signal });
-    server.close();
-    server.closeIdleConnections();
-    // Keep-alive connections that finish a response during the drain are closed as they go idle.
-    const sweeper = setInterval(() => server.closeIdleConnections(), 100);
-    await reloading;
-    const drains = await Promise.all(
-      [gateway, ...retiring].map((generation) => generation.drain(config.shutdownTimeoutMs)),
-    );
-    const drained = drains.every(Boolean);
-    clearInterval(sweeper);
-    if (!drained) {
-      logger.warn('shutdown_timeout', {
-        detail: `requests still in flight after ${formatDuration(config.shutdownTimeoutMs)}`,
-      });
-    }
-    // Drained or not, nothing more will be answered: close what is left (idle keep-alive sockets).
-    server.closeAllConnections();
-    try {
-      await Promise.all([gateway, ...retiring].map((generation) => generation.close()));
-      await admin?.close();
-      await store.close();
-    } catch (error) {
-      logger.error('shutdown_error', { error });
-    }
-    process.off('SIGHUP', onHangup);
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
-    logger.info('stopped', { signal, drained });
-    resolveDone(EXIT_OK);
+/** Stops accepting, lets in-flight requests finish (up to the shutdown timeout), closes everything. */
+async function shutdown(running: Running, signal: string, reloading: Promise<void> | undefined) {
+  const { server, shared } = running;
+  const { logger } = shared;
+  running.draining = true;
+  logger.info('shutdown_started', { signal });
+  server.close();
+  server.closeIdleConnections();
+  // Keep-alive connections that finish a response during the drain are closed as they go idle.
+  const sweeper = setInterval(() => server.closeIdleConnections(), 100);
+  await reloading;
+  const generations = [running.gateway, ...running.retiring];
+  const drains = await Promise.all(
+    generations.map((generation) => generation.drain(running.config.shutdownTimeoutMs)),
+  );
+  const drained = drains.every(Boolean);
+  clearInterval(sweeper);
+  if (!drained) {
+    logger.warn('shutdown_timeout', {
+      detail: `requests still in flight after ${formatDuration(running.config.shutdownTimeoutMs)}`,
+    });
   }
-  const onTerm = () => void shutdown('SIGTERM');
-  const onInt = () => void shutdown('SIGINT');
-  process.on('SIGHUP', onHangup);
-  process.on('SIGTERM', onTerm);
-  process.on('SIGINT', onInt);
-  server.on('error', (error) => {
-    logger.error('server_error', { error });
-    if (!stopping) {
+  // Drained or not, nothing more will be answered: close what is left (idle keep-alive sockets).
+  server.closeAllConnections();
+  try {
+    await Promise.all(generations.map((generation) => generation.close()));
+    await running.admin?.close();
+    await running.store.close();
+  } catch (error) {
+    logger.error('shutdown_error', { error });
+  }
+  logger.info('stopped', { signal, drained });
+}
+
+/** SIGHUP reloads, SIGTERM/SIGINT shut down; resolves with the exit code. */
+function handleSignals(running: Running): Promise<number> {
+  const reloader = createReloader(running);
+  const onHangup = () => reloader.onHangup();
+  let stopping = false;
+  return new Promise<number>((resolve) => {
+    const stop = (signal: string) => {
+      if (stopping) return;
       stopping = true;
-      resolveDone(EXIT_FAILURE);
-    }
+      void shutdown(running, signal, reloader.settled()).then(() => {
+        process.off('SIGHUP', onHangup);
+        process.off('SIGTERM', onTerm);
+        process.off('SIGINT', onInt);
+        resolve(EXIT_OK);
+      });
+    };
+    const onTerm = () => stop('SIGTERM');
+    const onInt = () => stop('SIGINT');
+    process.on('SIGHUP', onHangup);
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+    running.server.on('error', (error) => {
+      running.shared.logger.error('server_error', { error });
+      if (!stopping) {
+        stopping = true;
+        resolve(EXIT_FAILURE);
+      }
+    });
   });
-  return { done };
 }

@@ -5,10 +5,20 @@
  * otherwise it holds the one rule list.
  */
 import { createLimiter, type Limiter, type RuleOptions } from '../../index.js';
-import { DEFAULT_PLAN } from '../config/schema.js';
-import type { GatewayParts } from './gateway.js';
+import { DEFAULT_PLAN, type GatewayConfig } from '../config/schema.js';
+import type { Logger } from './log.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { StoreHandle } from './store.js';
 
-export function createLimiterCache(parts: GatewayParts) {
+/** What a generation's limiters are built from; the gateway's parts (gateway.ts) extend it. */
+export interface LimiterParts {
+  config: GatewayConfig;
+  store: StoreHandle;
+  metrics: GatewayMetrics;
+  logger: Logger;
+}
+
+export function createLimiterCache(parts: LimiterParts) {
   const { config, logger, metrics } = parts;
   const cache = new Map<string, Limiter>();
   let lastDegradedLog = 0;
