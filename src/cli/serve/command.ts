@@ -24,6 +24,7 @@ import { redactUrl } from '../redis.js';
 import { type AdminListener, startAdmin } from './admin.js';
 import { configWarnings, describeConfig, summary } from './describe.js';
 import { answerClientErrors, edgeServerOptions } from './edge.js';
+import { type GrpcListener, startGrpc } from './envoy/grpc.js';
 import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.js';
 import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
@@ -34,7 +35,7 @@ export const SERVE_HELP = `Usage: floodgate serve [options]
 Runs a rate-limiting HTTP gateway. Allowed requests are forwarded to --upstream (a streaming
 reverse proxy); limited ones get 429 with the standard headers. Without --upstream it serves a
 small demo API. Every path of the public port is forwarded; GET /metrics (Prometheus) and
-GET /healthz are answered on a separate admin listener. Requests are counted under the client
+GET /healthz (and POST /json of the Envoy rate limit service) are answered on a separate admin listener. Requests are counted under the client
 address, and under an API key only when the config's tiers.keys lists it. Routes, skips and
 costs match the normalized path (escapes, //, ., .. and case resolved); a path that cannot be
 normalized gets 400.
@@ -45,6 +46,9 @@ Options:
   --port PORT               port to listen on (default 8080; 0 picks a free one)
   --admin-host HOST         address of the admin listener (/metrics, /healthz; default 127.0.0.1)
   --admin-port PORT         port of the admin listener (default 9477; 0 turns it off)
+  --grpc-port PORT          serve Envoy's rate limit service (gRPC) on this port (default 8081 when
+                            --grpc-config is given; 0 picks a free one)
+  --grpc-config PATH        envoyproxy/ratelimit YAML config: a file or a directory of .yaml files
 ${STORE_FLAGS_HELP}
   --headers STYLE           draft-6 (default), draft-10, legacy, a comma list, or false
   --trust-proxy VALUE       trust the proxy headers (X-Forwarded-*, Forwarded) of peers: true, a hop
@@ -76,6 +80,8 @@ const OPTIONS = {
   port: { type: 'string' },
   'admin-host': { type: 'string' },
   'admin-port': { type: 'string' },
+  'grpc-port': { type: 'string' },
+  'grpc-config': { type: 'string' },
   headers: { type: 'string' },
   'trust-proxy': { type: 'string' },
   'api-key-header': { type: 'string' },
@@ -151,6 +157,7 @@ interface Running {
   readonly shared: Shared;
   readonly server: Server;
   readonly admin: AdminListener | undefined;
+  readonly grpc: GrpcListener | undefined;
   config: GatewayConfig;
   store: StoreHandle;
   gateway: Gateway;
@@ -168,7 +175,8 @@ async function start(
   const all: Shared = { ...shared, apiKeySecret: process.env.FLOODGATE_API_KEY_SECRET || undefined };
   const store = await openStore(config.redis, all.logger, all.metrics);
   const gateway = await closingOnFailure([store], () => buildGeneration(parsed, config, store, all));
-  const admin = await closingOnFailure([gateway, store], () => adminFor(config, all, () => running.store));
+  const admin = await closingOnFailure([gateway, store], () => adminFor(config, all, () => running));
+  const grpc = await closingOnFailure([gateway, admin, store], () => grpcFor(config, all, () => running));
   const server = createEdgeServer(config, all.logger, (req, res) => {
     if (running.draining) res.setHeader('connection', 'close');
     running.gateway.handle(req, res);
@@ -178,13 +186,14 @@ async function start(
     shared: all,
     server,
     admin,
+    grpc,
     config,
     store,
     gateway,
     retiring: new Set(),
     draining: false,
   };
-  await closingOnFailure([gateway, admin, store], () => listen(server, config));
+  await closingOnFailure([gateway, admin, grpcClosing(grpc), store], () => listen(server, config));
   logListening(running);
   return { done: handleSignals(running) };
 }
@@ -219,10 +228,44 @@ function partsOf(config: GatewayConfig, store: StoreHandle, shared: Shared): Gat
 async function adminFor(
   config: GatewayConfig,
   shared: Shared,
-  store: () => StoreHandle,
+  running: () => Running,
 ): Promise<AdminListener | undefined> {
   if (config.admin === undefined) return undefined;
-  return startAdmin({ ...config.admin, logger: shared.logger, metrics: shared.metrics, store });
+  return startAdmin({
+    ...config.admin,
+    logger: shared.logger,
+    metrics: shared.metrics,
+    store: () => running().store,
+    rls: () => running().gateway.rls,
+  });
+}
+
+/** The Envoy rate limit service's gRPC listener, when `grpc` is configured. */
+async function grpcFor(
+  config: GatewayConfig,
+  shared: Shared,
+  running: () => Running,
+): Promise<GrpcListener | undefined> {
+  if (config.grpc === undefined) return undefined;
+  return startGrpc({
+    host: config.host,
+    port: config.grpc.port,
+    logger: shared.logger,
+    service: () => running().gateway.rls,
+    healthy: async () => {
+      const { draining, store } = running();
+      if (draining) return false;
+      return store.ping(1000).then(
+        () => true,
+        () => false,
+      );
+    },
+  });
+}
+
+/** The gRPC listener as something closingOnFailure can close (at once). */
+function grpcClosing(grpc: GrpcListener | undefined) {
+  return grpc === undefined ? undefined : { close: () => grpc.close(0) };
 }
 
 /** The one server that owns the public socket and every connection, across generations. */
@@ -245,13 +288,14 @@ async function listen(server: Server, config: GatewayConfig): Promise<void> {
   }
 }
 
-function logListening({ server, config, admin, store, shared }: Running): void {
+function logListening({ server, config, admin, grpc, store, shared }: Running): void {
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   shared.logger.info('listening', {
     url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
     upstream: config.upstream === undefined ? 'demo' : redactUrl(config.upstream.href),
     admin: admin?.url ?? 'off',
+    ...(grpc !== undefined ? { grpc: grpc.address } : {}),
     store: store.label,
     ...summary(config),
   });
@@ -296,9 +340,12 @@ function warnListenChanges(config: GatewayConfig, next: GatewayConfig, logger: L
   if (
     next.host !== config.host ||
     next.port !== config.port ||
-    JSON.stringify(next.admin) !== JSON.stringify(config.admin)
+    JSON.stringify(next.admin) !== JSON.stringify(config.admin) ||
+    next.grpc?.port !== config.grpc?.port
   ) {
-    logger.warn('reload_listen_unchanged', { detail: 'host, port and admin changes need a restart' });
+    logger.warn('reload_listen_unchanged', {
+      detail: 'host, port, admin and grpc port changes need a restart',
+    });
   }
 }
 
@@ -349,6 +396,8 @@ async function shutdown(running: Running, signal: string, reloading: Promise<voi
   logger.info('shutdown_started', { signal });
   server.close();
   server.closeIdleConnections();
+  // gRPC calls under way finish while the HTTP requests drain, within the same timeout.
+  const grpcClosed = running.grpc?.close(running.config.shutdownTimeoutMs);
   // Keep-alive connections that finish a response during the drain are closed as they go idle.
   const sweeper = setInterval(() => server.closeIdleConnections(), 100);
   await reloading;
@@ -366,6 +415,7 @@ async function shutdown(running: Running, signal: string, reloading: Promise<voi
   // Drained or not, nothing more will be answered: close what is left (idle keep-alive sockets).
   server.closeAllConnections();
   try {
+    await grpcClosed;
     await Promise.all(generations.map((generation) => generation.close()));
     await running.admin?.close();
     await running.store.close();

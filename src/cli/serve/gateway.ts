@@ -14,7 +14,8 @@ import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
 import { demoHandler } from './demo.js';
-import { createLimiterCache, type LimiterParts } from './limiters.js';
+import { createRlsService, type RlsService } from './envoy/service.js';
+import { createLimiterCache, type LimiterCache, type LimiterParts } from './limiters.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
 import { createProxy } from './proxy.js';
@@ -27,6 +28,8 @@ export interface GatewayParts extends LimiterParts {
 }
 
 export interface Gateway {
+  /** The Envoy rate limit service of this generation, when `grpc` is configured. */
+  readonly rls: RlsService | undefined;
   handle(req: IncomingMessage, res: ServerResponse): void;
   /** Resolves true once no request of this generation is in flight; false after `timeoutMs` if given. */
   drain(timeoutMs?: number): Promise<boolean>;
@@ -47,14 +50,19 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   const anyCaseSensitive = config.routes.some((route) => route.caseSensitive);
   const app = await createApp(config, anyCaseSensitive);
   const proxy = proxyFor(parts);
+  const limiters = createLimiterCache(parts);
   addRequestLog(app, metrics, logger);
   addErrorHandler(app, logger);
-  await registerRoutes(app, parts, {
+  await registerRoutes(app, parts, limiters, {
     anyCaseSensitive,
     handler: (proxy === undefined ? demoHandler : proxy.handle) as RouteHandler,
   });
   await app.ready();
-  return generation(app, metrics, anyCaseSensitive, () => proxy?.close());
+  const rls =
+    config.grpc === undefined || config.rls === undefined
+      ? undefined
+      : createRlsService({ domains: config.rls, limiters, metrics, headers: config.grpc.headers });
+  return { rls, ...generation(app, metrics, anyCaseSensitive, () => proxy?.close()) };
 }
 
 /** A Fastify app that never listens and never parses bodies (they are streamed to the upstream). */
@@ -160,9 +168,9 @@ function adapterOptionsFor(parts: GatewayParts): FloodgateOptions {
 async function registerRoutes(
   app: FastifyInstance,
   parts: GatewayParts,
+  limiters: LimiterCache,
   options: { anyCaseSensitive: boolean; handler: RouteHandler },
 ): Promise<void> {
-  const limiters = createLimiterCache(parts);
   await app.register(async function limitedRoutes(scope) {
     await scope.register(floodgate, adapterOptionsFor(parts));
     for (const route of withCatchAll(parts.config)) {
@@ -191,7 +199,7 @@ function generation(
   metrics: GatewayMetrics,
   anyCaseSensitive: boolean,
   closeProxy: () => void,
-): Gateway {
+): Omit<Gateway, 'rls'> {
   let inFlight = 0;
   let waiters: (() => void)[] = [];
   return {
