@@ -198,11 +198,9 @@ function parseLimit(
     if (fields.unit !== undefined) fail(`${where}.unit`, 'an unlimited limit takes no unit');
     return { ...common, unit: undefined, requestsPerUnit: 0, unlimited, rule: undefined };
   }
-  const unit = oneOf(
-    typeof fields.unit === 'string' ? fields.unit.toUpperCase() : fields.unit,
-    `${where}.unit`,
-    Object.keys(RLS_UNITS) as RlsUnit[],
-  );
+  const unit = (typeof fields.unit === 'string' ? fields.unit.toUpperCase() : '') as RlsUnit;
+  // Case does not matter, as in the reference service; the message shows what the file says.
+  if (!(unit in RLS_UNITS)) oneOf(fields.unit, `${where}.unit`, Object.keys(RLS_UNITS));
   const requestsPerUnit = integerAt(fields.requests_per_unit, `${where}.requests_per_unit`, 0, 2 ** 32 - 1);
   const algorithm =
     fields.algorithm === undefined

@@ -65,7 +65,10 @@ export function createRlsService(options: RlsServiceOptions): RlsService {
     const limiter = limiters.forRules([limit.rule]);
     const key = keyOf(request.domain, descriptor.entries);
     const pending = cost === 0 ? limiter.peek(key) : limiter.check(key, { cost });
-    return pending.then((decision): Outcome => ({ limit, decision, limiter, cost, over: !decision.allowed }));
+    // hits_addend 0 only looks: never over (nothing is added), and peek's answer is for a cost of 1.
+    return pending.then(
+      (decision): Outcome => ({ limit, decision, limiter, cost, over: cost > 0 && !decision.allowed }),
+    );
   }
 
   return {
@@ -126,9 +129,8 @@ function statusOf(outcome: Outcome, refunded: boolean): DescriptorStatus {
     unit: limit.unit as RlsUnit,
   };
   if (decision === undefined) return { code, currentLimit, limitRemaining: 0 };
-  const remaining = refunded
-    ? Math.min(decision.limit, decision.remaining + outcome.cost)
-    : decision.remaining;
+  const givenBack = refunded ? outcome.cost : outcome.cost === 0 && decision.allowed ? 1 : 0;
+  const remaining = Math.min(decision.limit, decision.remaining + givenBack);
   const waitMs =
     !decision.allowed && Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : decision.resetMs;
   return {
@@ -165,7 +167,7 @@ function count(
   // As the reference service: the value is added only where the config matched the key alone.
   const detailed =
     limit?.detailedMetric === true && last !== undefined && limit.path.endsWith(`.${last.key}`)
-      ? `_${last.value}`
+      ? `_${labelSafe(last.value)}`
       : '';
   const name = limit === undefined ? 'none' : `${limit.path.slice(request.domain.length + 1)}${detailed}`;
   const result =
@@ -180,4 +182,9 @@ function count(
             : 'over_limit';
   metrics.rlsDecisions.inc({ domain, descriptor: name, outcome: result });
   if (decision?.degraded) metrics.degraded.inc({ reason: decision.degraded });
+}
+
+/** A client's value as a metric label: printable ASCII only, at most 64 characters. */
+function labelSafe(value: string): string {
+  return value.slice(0, 64).replace(/[^\x20-\x7e]/g, '_');
 }
