@@ -112,7 +112,8 @@ let dir: string;
 let a: Gateway;
 const started: Gateway[] = [];
 
-async function startGateway(): Promise<Gateway> {
+/** A gateway with --grpc-port and --grpc-config, or with `grpc:` in a config file. */
+async function startGateway(grpcArgs?: string[]): Promise<Gateway> {
   const adminPort = String(await freePort());
   const cli = startCli([
     'serve',
@@ -122,10 +123,7 @@ async function startGateway(): Promise<Gateway> {
     adminPort,
     '--redis',
     redis.url,
-    '--grpc-port',
-    '0',
-    '--grpc-config',
-    dir,
+    ...(grpcArgs ?? ['--grpc-port', '0', '--grpc-config', dir]),
   ]);
   const listening = await cli.waitForLog((line) => line.event === 'listening', 45_000);
   const gateway = { cli, admin: listening.admin as string, rls: rlsClient(listening.grpc as string) };
@@ -161,7 +159,10 @@ function metric(text: string, labels: Record<string, string>): number {
 beforeAll(async () => {
   [redis, dir] = await Promise.all([startRedisServer(), mkdtemp(join(tmpdir(), 'floodgate-envoy-'))]);
   for (const [name, text] of Object.entries(FILES)) await writeFile(join(dir, name), text);
-  a = await startGateway();
+  // The gateway's own config file sits outside the rate limit config directory.
+  const config = `${dir}-gateway.json`;
+  await writeFile(config, JSON.stringify({ grpc: { port: 0, config: dir, headers: 'draft-6' } }));
+  a = await startGateway(['--config', config]);
 });
 
 afterAll(async () => {
@@ -172,6 +173,7 @@ afterAll(async () => {
   await Promise.all(started.map((gateway) => gateway.cli.exited));
   await redis?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
+  if (dir) await rm(`${dir}-gateway.json`, { force: true });
 });
 
 describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
@@ -200,6 +202,16 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
     const reset = sixth.statuses[0]?.durationUntilReset;
     expect(reset?.seconds).toBeGreaterThan(0);
     expect(reset?.seconds).toBeLessThanOrEqual(86_400);
+    // grpc.headers: draft-6 headers of the most restrictive descriptor, for Envoy to add.
+    expect(sixth.responseHeadersToAdd).toEqual([
+      { key: 'RateLimit-Limit', value: '5' },
+      { key: 'RateLimit-Remaining', value: '0' },
+      {
+        key: 'RateLimit-Reset',
+        value: String(Math.ceil(((reset?.seconds ?? 0) * 1e9 + (reset?.nanos ?? 0)) / 1e9)),
+      },
+      { key: 'RateLimit-Policy', value: '5;w=86400' },
+    ]);
     // Another number has its own counts.
     const other = await ask(a, 'messaging', [
       descriptor(['message_type', 'marketing'], ['to_number', '2069999999']),
@@ -423,13 +435,18 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
     expect((await ask(a, 'shared', tenant)).statuses[0]?.limitRemaining).toBe(10);
   });
 
-  it('gRPC health: SERVING while Redis answers, NOT_SERVING while it does not; unknown services are NOT_FOUND', async () => {
+  it('gRPC health: SERVING while Redis answers, NOT_SERVING while it does not (and checks follow onStoreError); unknown services are NOT_FOUND', async () => {
     expect(await a.rls.health('')).toBe('SERVING');
     expect(await a.rls.health('envoy.service.ratelimit.v3.RateLimitService')).toBe('SERVING');
     expect(await a.rls.health('some.other.Service')).toEqual({ error: 5 });
     redis.process.kill('SIGSTOP');
     try {
       expect(await a.rls.health('')).toBe('NOT_SERVING');
+      // onStoreError (default open): allowed after the store timeout, and counted as degraded.
+      const degraded = await ask(a, 'shared', [descriptor(['tenant', 'during-outage'])]);
+      expect(degraded.overallCode).toBe('OK');
+      const text = await (await fetch(`${a.admin}/metrics`)).text();
+      expect(text).toMatch(/floodgate_degraded_decisions_total\{reason="timeout"\} [1-9]/);
     } finally {
       redis.process.kill('SIGCONT');
     }
