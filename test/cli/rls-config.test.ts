@@ -62,7 +62,9 @@ describe('envoyproxy/ratelimit config', () => {
       error(
         'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 5, burst: 10 }',
       ),
-    ).toContain("descriptors[0].rate_limit.burst: 10 is not allowed: 'fixed-window' has no burst");
+    ).toBe(
+      "f.yaml: descriptors[0].rate_limit.burst: 10 is not allowed: 'fixed-window' has no burst; only 'token-bucket' and 'gcra' take one",
+    );
   });
 
   it('reads a directory of .yaml/.yml files, one domain each; a domain twice is refused', async () => {

@@ -219,6 +219,6 @@ function parseLimit(
           window: RLS_UNITS[unit],
           ...(fields.burst === undefined ? {} : { burst: fields.burst as number }),
         };
-  if (rule !== undefined) core(() => resolveRules([rule], where));
+  if (rule !== undefined) core(() => resolveRules(rule, where));
   return { ...common, unit, requestsPerUnit, unlimited, rule };
 }
