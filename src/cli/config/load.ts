@@ -5,10 +5,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { type OptionSpec, type Parsed, RuntimeFailure, stringOption, UsageError } from '../args.js';
+import { type OptionSpec, type Parsed, stringOption, UsageError } from '../args.js';
 import { ConfigError, type Fields, type Labels } from './check.js';
 import { loadRlsConfig } from './rls.js';
 import { type GatewayConfig, parseGatewayConfig } from './schema.js';
+import { parseYaml } from './yaml.js';
 
 /** Flags that choose the rules and the store: shared by serve, inspect and reset. */
 export const STORE_FLAGS = {
@@ -82,28 +83,16 @@ async function readConfigFile(file: string): Promise<Fields> {
       throw new ConfigError(`${file}: invalid JSON: ${(error as Error).message}`);
     }
   } else {
-    value = await parseYaml(text, file);
+    value = await parseYaml(
+      text,
+      file,
+      "YAML configs need the 'yaml' package (npm install yaml), or use a .json file",
+    );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConfigError(`${file}: expected a mapping of settings at the top level`);
   }
   return value as Fields;
-}
-
-async function parseYaml(text: string, file: string): Promise<unknown> {
-  let yaml: typeof import('yaml');
-  try {
-    yaml = await import('yaml');
-  } catch {
-    throw new RuntimeFailure(
-      `${file}: YAML configs need the 'yaml' package (npm install yaml), or use a .json file`,
-    );
-  }
-  try {
-    return yaml.parse(text, { prettyErrors: true });
-  } catch (error) {
-    throw new ConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
 }
 
 /** `--grpc-port` and `--grpc-config` fold into `grpc: { port, config }`. */

@@ -10,7 +10,6 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join as joinPath } from 'node:path';
 import type { RuleOptions } from '../../index.js';
 import { ALGORITHM_NAMES, resolveRules } from '../../internal.js';
-import { RuntimeFailure } from '../args.js';
 import {
   arrayAt,
   booleanAt,
@@ -22,6 +21,7 @@ import {
   oneOf,
   stringAt,
 } from './check.js';
+import { parseYaml } from './yaml.js';
 
 /** The units of RateLimitResponse.RateLimit.Unit, with their windows (a month is 30 days, a year 365). */
 export const RLS_UNITS = {
@@ -77,7 +77,10 @@ export async function loadRlsConfig(path: string, label: string): Promise<RlsDom
   const domains = new Map<string, RlsDomain>();
   for (const file of files) {
     const text = await readFile(file, 'utf8');
-    const domain = parseRlsFile(await parseYaml(text, file), file);
+    const domain = parseRlsFile(
+      await parseYaml(text, file, "the Envoy rate limit config needs the 'yaml' package: npm install yaml"),
+      file,
+    );
     const { name } = domain;
     if (domains.has(name))
       throw new ConfigError(`${file}: domain '${name}' is already defined by another file`);
@@ -102,22 +105,6 @@ async function configFiles(path: string, label: string): Promise<string[]> {
     .sort();
   if (names.length === 0) throw new ConfigError(`${label}: ${path} holds no .yaml or .yml file`);
   return names.map((name) => joinPath(path, name));
-}
-
-async function parseYaml(text: string, file: string): Promise<unknown> {
-  let yaml: typeof import('yaml');
-  try {
-    yaml = await import('yaml');
-  } catch {
-    throw new RuntimeFailure(
-      `${file}: the Envoy rate limit config needs the 'yaml' package: npm install yaml`,
-    );
-  }
-  try {
-    return yaml.parse(text, { prettyErrors: true });
-  } catch (error) {
-    throw new ConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
 }
 
 /** One file: its domain's name and descriptor tree. Errors name the file and the field. */
