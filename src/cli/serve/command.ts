@@ -1,23 +1,12 @@
 /**
- * `floodgate serve`: the gateway's lifecycle. One node:http server owns the listening socket and
- * every connection; it hands requests to the current gateway generation. SIGHUP builds a new
- * generation from the re-read configuration and swaps it in (no connection is closed; the old
- * one finishes its requests, then closes). SIGTERM/SIGINT stop accepting, let in-flight requests
- * finish (up to the shutdown timeout), then exit 0.
+ * `floodgate serve`: flags, `--check`, and start. One node:http server owns the listening socket
+ * and every connection; it hands requests to the current gateway generation, which SIGHUP
+ * replaces (reload.ts) without closing a connection. The admin and gRPC listeners live as long.
+ * SIGTERM/SIGINT drain and stop (signals.ts).
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { formatDuration } from '../../internal.js';
-import {
-  EXIT_FAILURE,
-  EXIT_OK,
-  type Parsed,
-  parseCommandArgs,
-  RuntimeFailure,
-  stringOption,
-  UsageError,
-} from '../args.js';
-import { ConfigError } from '../config/check.js';
+import { EXIT_OK, type Parsed, parseCommandArgs, RuntimeFailure, stringOption, UsageError } from '../args.js';
 import { loadConfig, STORE_FLAGS, STORE_FLAGS_HELP } from '../config/load.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
@@ -25,20 +14,22 @@ import { type AdminListener, startAdmin } from './admin.js';
 import { configWarnings, describeConfig, summary } from './describe.js';
 import { answerClientErrors, edgeServerOptions } from './edge.js';
 import { type GrpcListener, startGrpc } from './envoy/grpc.js';
-import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
+import type { Gateway } from './gateway.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.js';
-import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
-import { openStore, type StoreHandle, sameTarget } from './store.js';
+import { gatewayMetrics } from './metrics.js';
+import { handleSignals } from './signals.js';
+import { buildNamed, partsOf, type Running, type Shared } from './state.js';
+import { openStore, type StoreHandle } from './store.js';
 
 export const SERVE_HELP = `Usage: floodgate serve [options]
 
 Runs a rate-limiting HTTP gateway. Allowed requests are forwarded to --upstream (a streaming
 reverse proxy); limited ones get 429 with the standard headers. Without --upstream it serves a
-small demo API. Every path of the public port is forwarded; GET /metrics (Prometheus) and
-GET /healthz (and POST /json of the Envoy rate limit service) are answered on a separate admin listener. Requests are counted under the client
-address, and under an API key only when the config's tiers.keys lists it. Routes, skips and
-costs match the normalized path (escapes, //, ., .. and case resolved); a path that cannot be
-normalized gets 400.
+small demo API. Every path of the public port is forwarded; GET /metrics (Prometheus),
+GET /healthz and POST /json (Envoy rate limit service) are answered on a separate admin
+listener. Requests are counted under the client address, and under an API key only when the
+config's tiers.keys lists it. Routes, skips and costs match the normalized path (escapes, //,
+., .. and case resolved); a path that cannot be normalized gets 400.
 
 Options:
   --upstream URL            forward allowed requests to this http:// service (default: demo API)
@@ -119,21 +110,6 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   return running.done;
 }
 
-/**
- * Builds a gateway generation; a config mistake found while building (a route pattern the
- * router refuses) names the config file, as the config's own errors do.
- */
-async function buildNamed(parsed: Parsed, parts: GatewayParts): Promise<Gateway> {
-  try {
-    return await buildGateway(parts);
-  } catch (error) {
-    const file = stringOption(parsed, 'config');
-    if (error instanceof ConfigError && file !== undefined)
-      throw new ConfigError(`${file}: ${error.message}`);
-    throw error;
-  }
-}
-
 /** `--check`: builds the gateway as start would (on a memory store, listening nowhere), then drops it. */
 async function checkGateway(parsed: Parsed, config: GatewayConfig): Promise<void> {
   const logger = createLogger(process.stderr, 'error');
@@ -141,30 +117,6 @@ async function checkGateway(parsed: Parsed, config: GatewayConfig): Promise<void
   const store = await openStore(undefined, logger, metrics);
   const gateway = await buildNamed(parsed, { config, store, logger, metrics });
   await gateway.close();
-}
-
-/** What every generation shares for the life of the process. */
-interface Shared {
-  logger: Logger;
-  metrics: GatewayMetrics;
-  /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
-  apiKeySecret: string | undefined;
-}
-
-/** A running gateway: the listening server, and the parts a reload replaces or shutdown closes. */
-interface Running {
-  readonly parsed: Parsed;
-  readonly shared: Shared;
-  readonly server: Server;
-  readonly admin: AdminListener | undefined;
-  readonly grpc: GrpcListener | undefined;
-  config: GatewayConfig;
-  store: StoreHandle;
-  gateway: Gateway;
-  /** Replaced generations still finishing their requests. */
-  readonly retiring: Set<Gateway>;
-  /** Set on SIGTERM/SIGINT: every response then closes its connection. */
-  draining: boolean;
 }
 
 async function start(
@@ -218,11 +170,6 @@ function buildGeneration(
   shared: Shared,
 ): Promise<Gateway> {
   return buildNamed(parsed, partsOf(config, store, shared));
-}
-
-function partsOf(config: GatewayConfig, store: StoreHandle, shared: Shared): GatewayParts {
-  const { logger, metrics, apiKeySecret } = shared;
-  return { config, store, logger, metrics, ...(apiKeySecret ? { apiKeySecret } : {}) };
 }
 
 async function adminFor(
@@ -298,160 +245,5 @@ function logListening({ server, config, admin, grpc, store, shared }: Running): 
     ...(grpc !== undefined ? { grpc: grpc.address } : {}),
     store: store.label,
     ...summary(config),
-  });
-}
-
-/** SIGHUP: re-reads the config and swaps in a new generation; a bad config keeps the running one. */
-async function reload(running: Running): Promise<void> {
-  const { logger, metrics } = running.shared;
-  logger.info('reload_started');
-  let next: GatewayConfig;
-  try {
-    next = await loadConfig(running.parsed);
-  } catch (error) {
-    metrics.reloads.inc({ result: 'failed' });
-    logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
-    return;
-  }
-  warnListenChanges(running.config, next, logger);
-  for (const warning of configWarnings(next)) logger.warn('config_warning', { detail: warning });
-  const previousStore = running.store;
-  let nextStore = previousStore;
-  try {
-    if (!sameTarget(next.redis, previousStore.target))
-      nextStore = await openStore(next.redis, logger, metrics);
-    const nextGateway = await buildGateway(partsOf(next, nextStore, running.shared));
-    const previous = running.gateway;
-    running.gateway = nextGateway;
-    running.config = next;
-    running.server.headersTimeout = next.clientTimeoutMs;
-    running.store = nextStore;
-    metrics.reloads.inc({ result: 'ok' });
-    logger.info('reloaded', { store: nextStore.label, ...summary(next) });
-    retire(running, previous, previousStore !== nextStore ? previousStore : undefined);
-  } catch (error) {
-    if (nextStore !== previousStore) await nextStore.close();
-    metrics.reloads.inc({ result: 'failed' });
-    logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
-  }
-}
-
-function warnListenChanges(config: GatewayConfig, next: GatewayConfig, logger: Logger): void {
-  if (
-    next.host !== config.host ||
-    next.port !== config.port ||
-    JSON.stringify(next.admin) !== JSON.stringify(config.admin) ||
-    next.grpc?.port !== config.grpc?.port
-  ) {
-    logger.warn('reload_listen_unchanged', {
-      detail: 'host, port, admin and grpc port changes need a restart',
-    });
-  }
-}
-
-/**
- * A replaced generation finishes its requests in the background (no deadline: it may be
- * streaming), then closes; so does a replaced store once its last generation is gone.
- */
-function retire(running: Running, previous: Gateway, previousStore: StoreHandle | undefined): void {
-  running.retiring.add(previous);
-  void previous
-    .drain()
-    .then(async () => {
-      await previous.close();
-      await previousStore?.close();
-    })
-    .catch((error) => running.shared.logger.error('retire_error', { error }))
-    .finally(() => running.retiring.delete(previous));
-}
-
-/** One reload at a time; a SIGHUP during a reload schedules one more. */
-function createReloader(running: Running) {
-  let reloading: Promise<void> | undefined;
-  let again = false;
-  return {
-    onHangup() {
-      if (reloading !== undefined) {
-        again = true;
-        return;
-      }
-      reloading = (async () => {
-        do {
-          again = false;
-          await reload(running);
-        } while (again);
-        reloading = undefined;
-      })();
-    },
-    /** Resolves once no reload is under way. */
-    settled: () => reloading,
-  };
-}
-
-/** Stops accepting, lets in-flight requests finish (up to the shutdown timeout), closes everything. */
-async function shutdown(running: Running, signal: string, reloading: Promise<void> | undefined) {
-  const { server, shared } = running;
-  const { logger } = shared;
-  running.draining = true;
-  logger.info('shutdown_started', { signal });
-  server.close();
-  server.closeIdleConnections();
-  // gRPC calls under way finish while the HTTP requests drain, within the same timeout.
-  const grpcClosed = running.grpc?.close(running.config.shutdownTimeoutMs);
-  // Keep-alive connections that finish a response during the drain are closed as they go idle.
-  const sweeper = setInterval(() => server.closeIdleConnections(), 100);
-  await reloading;
-  const generations = [running.gateway, ...running.retiring];
-  const drains = await Promise.all(
-    generations.map((generation) => generation.drain(running.config.shutdownTimeoutMs)),
-  );
-  const drained = drains.every(Boolean);
-  clearInterval(sweeper);
-  if (!drained) {
-    logger.warn('shutdown_timeout', {
-      detail: `requests still in flight after ${formatDuration(running.config.shutdownTimeoutMs)}`,
-    });
-  }
-  // Drained or not, nothing more will be answered: close what is left (idle keep-alive sockets).
-  server.closeAllConnections();
-  try {
-    await grpcClosed;
-    await Promise.all(generations.map((generation) => generation.close()));
-    await running.admin?.close();
-    await running.store.close();
-  } catch (error) {
-    logger.error('shutdown_error', { error });
-  }
-  logger.info('stopped', { signal, drained });
-}
-
-/** SIGHUP reloads, SIGTERM/SIGINT shut down; resolves with the exit code. */
-function handleSignals(running: Running): Promise<number> {
-  const reloader = createReloader(running);
-  const onHangup = () => reloader.onHangup();
-  let stopping = false;
-  return new Promise<number>((resolve) => {
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      void shutdown(running, signal, reloader.settled()).then(() => {
-        process.off('SIGHUP', onHangup);
-        process.off('SIGTERM', onTerm);
-        process.off('SIGINT', onInt);
-        resolve(EXIT_OK);
-      });
-    };
-    const onTerm = () => stop('SIGTERM');
-    const onInt = () => stop('SIGINT');
-    process.on('SIGHUP', onHangup);
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
-    running.server.on('error', (error) => {
-      running.shared.logger.error('server_error', { error });
-      if (!stopping) {
-        stopping = true;
-        resolve(EXIT_FAILURE);
-      }
-    });
   });
 }

@@ -48,6 +48,7 @@ const MAX_UINT32 = 2 ** 32 - 1;
 
 /** One descriptor's outcome, before it becomes a status. */
 interface Outcome {
+  readonly descriptor: RlsDescriptor;
   readonly limit: RlsLimit | undefined;
   readonly decision?: Decision;
   readonly limiter?: Limiter;
@@ -58,16 +59,27 @@ interface Outcome {
 export function createRlsService(options: RlsServiceOptions): RlsService {
   const { domains, limiters, metrics, headers } = options;
 
-  function evaluate(request: RlsRequest, descriptor: RlsDescriptor, limit: RlsLimit | undefined) {
+  function evaluate(
+    request: RlsRequest,
+    descriptor: RlsDescriptor,
+    limit: RlsLimit | undefined,
+  ): Outcome | Promise<Outcome> {
     const cost = descriptor.hitsAddend ?? request.hitsAddend;
-    if (limit === undefined || limit.unlimited) return { limit, cost, over: false };
-    if (limit.rule === undefined) return { limit, cost, over: true };
+    if (limit === undefined || limit.unlimited) return { descriptor, limit, cost, over: false };
+    if (limit.rule === undefined) return { descriptor, limit, cost, over: true };
     const limiter = limiters.forRules([limit.rule]);
     const key = keyOf(request.domain, descriptor.entries);
     const pending = cost === 0 ? limiter.peek(key) : limiter.check(key, { cost });
     // hits_addend 0 only looks: never over (nothing is added), and peek's answer is for a cost of 1.
     return pending.then(
-      (decision): Outcome => ({ limit, decision, limiter, cost, over: cost > 0 && !decision.allowed }),
+      (decision): Outcome => ({
+        descriptor,
+        limit,
+        decision,
+        limiter,
+        cost,
+        over: cost > 0 && !decision.allowed,
+      }),
     );
   }
 
@@ -87,15 +99,9 @@ export function createRlsService(options: RlsServiceOptions): RlsService {
       const overLimit = outcomes.some((outcome) => outcome.over && !outcome.limit?.shadowMode);
       const refunded =
         overLimit && domain?.allOrNothing === true ? await refund(outcomes) : new Set<Outcome>();
-      for (const [i, outcome] of outcomes.entries()) {
-        count(
-          metrics,
-          request,
-          domain === undefined ? 'unknown' : request.domain,
-          outcome,
-          request.descriptors[i],
-        );
-      }
+      // Only configured domains become labels: clients choose the others.
+      const label = domain === undefined ? 'unknown' : request.domain;
+      for (const outcome of outcomes) count(metrics, label, outcome);
       return {
         overallCode: overLimit ? 'OVER_LIMIT' : 'OK',
         statuses: outcomes.map((outcome) => statusOf(outcome, refunded.has(outcome))),
@@ -111,9 +117,14 @@ export function keyOf(domain: string, entries: readonly Entry[]): string {
   return `envoy:${parts.map(encodeURIComponent).join(':')}`;
 }
 
-/** all_or_nothing: what an over-limit request took from its other descriptors is given back. */
+/**
+ * all_or_nothing: what an over-limit request took from its other descriptors is given back
+ * (a decision of the onStoreError policy took nothing).
+ */
 async function refund(outcomes: readonly Outcome[]): Promise<Set<Outcome>> {
-  const taken = outcomes.filter((outcome) => outcome.decision?.allowed === true && outcome.cost > 0);
+  const taken = outcomes.filter(
+    (outcome) => outcome.decision?.allowed === true && !outcome.decision.degraded && outcome.cost > 0,
+  );
   await Promise.all(taken.map((outcome) => outcome.limiter?.settle(outcome.decision as Decision, 0)));
   return new Set(taken);
 }
@@ -155,21 +166,15 @@ function headersOf(outcomes: readonly Outcome[], styles: readonly HeaderStyle[])
 }
 
 /** floodgate_rls_decisions_total{domain, descriptor, outcome}; client values appear only with detailed_metric. */
-function count(
-  metrics: GatewayMetrics,
-  request: RlsRequest,
-  domain: string,
-  outcome: Outcome,
-  descriptor: RlsDescriptor | undefined,
-): void {
+function count(metrics: GatewayMetrics, domain: string, outcome: Outcome): void {
   const { limit, decision } = outcome;
-  const last = descriptor?.entries.at(-1);
+  const last = outcome.descriptor.entries.at(-1);
   // As the reference service: the value is added only where the config matched the key alone.
   const detailed =
     limit?.detailedMetric === true && last !== undefined && limit.path.endsWith(`.${last.key}`)
       ? `_${labelSafe(last.value)}`
       : '';
-  const name = limit === undefined ? 'none' : `${limit.path.slice(request.domain.length + 1)}${detailed}`;
+  const name = limit === undefined ? 'none' : `${limit.path.slice(domain.length + 1)}${detailed}`;
   const result =
     limit === undefined
       ? 'no_limit'
