@@ -7,8 +7,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { type RedisServer, scriptCalls, startRedisServer } from '../support/redis-server.js';
 import { type RunningCli, startCli } from './support/cli.js';
 import { freePort } from './support/ports.js';
 import { type Descriptor, type RlsAnswer, type RlsClient, rlsClient } from './support/rls-client.js';
@@ -217,6 +218,22 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
       descriptor(['message_type', 'marketing'], ['to_number', '2069999999']),
     ]);
     expect(other.statuses[0]).toMatchObject({ code: 'OK', limitRemaining: 4 });
+  });
+
+  it('decides every descriptor of a request in one script call', async () => {
+    const client = new Redis(redis.url);
+    try {
+      const before = await scriptCalls(client);
+      const answer = await ask(a, 'internal', [
+        descriptor(['user', 'one-call-1']),
+        descriptor(['user', 'one-call-2']),
+        descriptor(['azure', 'one-call-3']),
+      ]);
+      expect(answer.statuses.map((status) => status.limitRemaining)).toEqual([2, 2, 9]);
+      expect((await scriptCalls(client)) - before).toBe(1);
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('a key without a value limits each value; a listed value with 0 is refused outright', async () => {

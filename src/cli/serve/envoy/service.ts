@@ -3,8 +3,8 @@
  * Each descriptor gets the limit envoyproxy/ratelimit would give it (match.ts) and is checked by
  * the gateway's limiter of that limit under a key made of the domain and the descriptor's
  * entries (escaped, and digested when long, as every limiter key is). All descriptors are
- * checked in the same turn, so the Redis store sends them in one script call (one per hash slot
- * on a cluster). Each descriptor counts on its own, as Envoy expects; a domain with
+ * checked in the same turn, so the Redis store batches them into one script call (for a few
+ * descriptors, on one slot). Each descriptor counts on its own, as Envoy expects; a domain with
  * `all_or_nothing: true` gives back what an over-limit request took from its other descriptors.
  */
 import type { Decision, Limiter } from '../../../index.js';
