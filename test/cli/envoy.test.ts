@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, scriptCalls, startRedisServer } from '../support/redis-server.js';
-import { type RunningCli, startCli } from './support/cli.js';
+import { type RunningCli, runCli, startCli } from './support/cli.js';
 import { freePort } from './support/ports.js';
 import { type Descriptor, type RlsAnswer, type RlsClient, rlsClient } from './support/rls-client.js';
 
@@ -408,6 +408,22 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
     // An unknown domain is not a label of its own (clients choose it).
     expect(metric(text, { domain: 'unknown', descriptor: 'none', outcome: 'no_limit' })).toBe(1);
     expect(text).not.toContain('domain="nowhere"');
+  });
+
+  it('serve --check reads the rate limit config as start does; a bad one exits 2 with one line naming it', async () => {
+    const ok = await runCli(['serve', '--check', '--grpc-config', dir]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain(
+      `grpc        127.0.0.1:8081, Envoy rate limit service, ${Object.keys(FILES).length} domain(s) from ${dir}`,
+    );
+    const missing = await runCli(['serve', '--check', '--grpc-config', join(dir, 'nothing.yaml')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim()).toBe(
+      `floodgate serve: --grpc-config: cannot read ${join(dir, 'nothing.yaml')}: no such file (see 'floodgate serve --help')`,
+    );
+    const noConfig = await runCli(['serve', '--check', '--grpc-port', '9000']);
+    expect(noConfig.code).toBe(2);
+    expect(noConfig.stderr).toContain('--grpc-port: the Envoy rate limit service needs its limits');
   });
 
   it('four gateway processes on one Redis share each descriptor’s count exactly', async () => {
