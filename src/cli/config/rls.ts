@@ -187,7 +187,7 @@ function parseLimit(
   }
   const unit = (typeof fields.unit === 'string' ? fields.unit.toUpperCase() : '') as RlsUnit;
   // Case does not matter, as in the reference service; the message shows what the file says.
-  if (!(unit in RLS_UNITS)) oneOf(fields.unit, `${where}.unit`, Object.keys(RLS_UNITS));
+  if (!Object.hasOwn(RLS_UNITS, unit)) oneOf(fields.unit, `${where}.unit`, Object.keys(RLS_UNITS));
   const requestsPerUnit = integerAt(fields.requests_per_unit, `${where}.requests_per_unit`, 0, 2 ** 32 - 1);
   const algorithm =
     fields.algorithm === undefined
