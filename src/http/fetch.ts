@@ -19,11 +19,10 @@
  * };
  */
 import type { Decision } from '../core/decision.js';
-import { createGuard, problemBody } from './guard.js';
-import type { HeaderTarget } from './headers.js';
+import { createGuard } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
+import { headersTarget, problemResponse, withHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -59,13 +58,6 @@ export interface FetchGuard {
   withHeaders(request: Request, response: Response): Response;
 }
 
-function headersTarget(headers: Headers): HeaderTarget {
-  return {
-    get: (name) => headers.get(name) ?? undefined,
-    set: (name, value) => headers.set(name, value),
-  };
-}
-
 /**
  * Creates a guard for Fetch API handlers.
  * @example const limited = await guard(request, { ip }); if (limited) return limited;
@@ -77,7 +69,7 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   // The peer of each request being checked, read by `address` below during `check`.
   const peers = new WeakMap<Request, string | undefined>();
-  const decisions = new WeakMap<Request, Decision>();
+  const decisions = new WeakMap<Request, { decision: Decision; headers: Headers }>();
   const guard = createGuard(resolved, {
     header: (request, name) => request.headers.get(name) ?? undefined,
     address: (request) =>
@@ -88,47 +80,20 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     peers.set(request, context?.ip ?? ip?.(request) ?? undefined);
     const decision = await guard.check(request);
     if (decision === undefined) return null;
-    decisions.set(request, decision);
     const headers = new Headers();
+    decisions.set(request, { decision, headers });
     if (guard.respond(decision, headersTarget(headers))) return null;
-    if (onLimited === undefined) {
-      headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
-      return new Response(problemBody(decision), { status: 429, headers });
-    }
-    return addMissing(await onLimited(request, decision), headers);
+    if (onLimited === undefined) return problemResponse(decision, headers);
+    return withHeaders(await onLimited(request, decision), headers, true);
   }
 
   return Object.assign(floodgateFetchGuard, {
     decisionFor: function decisionFor(request: Request) {
-      return decisions.get(request);
+      return decisions.get(request)?.decision;
     },
-    withHeaders: function withHeaders(request: Request, response: Response) {
-      const decision = decisions.get(request);
-      if (decision === undefined) return response;
-      let target = response;
-      try {
-        // The first write throws if the headers are immutable, before anything is written.
-        guard.respond(decision, headersTarget(target.headers));
-      } catch {
-        target = new Response(response.body, response);
-        guard.respond(decision, headersTarget(target.headers));
-      }
-      return target;
+    withHeaders: function withDecisionHeaders(request: Request, response: Response) {
+      const checked = decisions.get(request);
+      return checked === undefined ? response : withHeaders(response, checked.headers);
     },
   });
-}
-
-/** Adds each header the response does not set itself; copies the response if its headers are immutable. */
-function addMissing(response: Response, headers: Headers): Response {
-  let target = response;
-  for (const [name, value] of headers) {
-    if (target.headers.has(name)) continue;
-    try {
-      target.headers.set(name, value);
-    } catch {
-      target = new Response(target.body, target);
-      target.headers.set(name, value);
-    }
-  }
-  return target;
 }

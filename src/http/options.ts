@@ -5,6 +5,7 @@
  */
 
 import type { Decision } from '../core/decision.js';
+import { utf8 } from '../core/sha256.js';
 import { describe } from '../describe.js';
 import { createLimiter, type Limiter } from '../limiter.js';
 import { checkOptions } from '../options.js';
@@ -200,7 +201,7 @@ function parseKeyPolicy(
   }
   return {
     apiKeyHeader: apiKeyHeader === false ? undefined : apiKeyHeader.toLowerCase(),
-    apiKeySecret: apiKeySecret === undefined ? undefined : Buffer.from(apiKeySecret, 'utf8'),
+    apiKeySecret: apiKeySecret === undefined ? undefined : utf8(apiKeySecret),
     ipv6Subnet,
   };
 }
