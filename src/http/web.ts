@@ -18,8 +18,9 @@ export function headersTarget(headers: Headers): HeaderTarget {
 
 /** The default 429: the problem document, with `headers` (the rate-limit and denial headers). */
 export function problemResponse(decision: Decision, headers: Headers): Response {
-  headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
-  return new Response(problemBody(decision), { status: 429, headers });
+  const response = new Response(problemBody(decision), { status: 429, headers });
+  response.headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
+  return response;
 }
 
 /**
