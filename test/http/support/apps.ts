@@ -21,6 +21,7 @@ import { rateLimit as honoRateLimit } from '../../../src/http/hono.js';
 import { rateLimit as koaRateLimit } from '../../../src/http/koa.js';
 import { createHttpGuard, type RateLimitedRequest } from '../../../src/http/node.js';
 import { apiKeyOrAddress, type Decision, type Limiter } from '../../../src/index.js';
+import { nestStarter } from './nest.js';
 
 export interface AppSpec {
   limiter: Limiter;
@@ -40,7 +41,7 @@ export interface AppSpec {
 }
 
 /** The adapter options of `spec.apiKeys`. */
-function keyOptions(spec: AppSpec) {
+export function keyOptions(spec: AppSpec) {
   if (spec.apiKeys === undefined) return {};
   if (spec.apiKeys === 'any') return { apiKeyHeader: 'x-api-key' };
   return { key: apiKeyOrAddress({ header: 'X-Api-Key', known: spec.apiKeys }) };
@@ -52,7 +53,16 @@ export interface App {
   close(): Promise<void>;
 }
 
-export type AdapterName = 'express' | 'fastify' | 'node' | 'fetch' | 'hono' | 'koa' | 'koa2';
+export type AdapterName =
+  | 'express'
+  | 'fastify'
+  | 'node'
+  | 'fetch'
+  | 'hono'
+  | 'koa'
+  | 'koa2'
+  | 'nest-express'
+  | 'nest-fastify';
 export type StartApp = (spec: AppSpec) => Promise<App>;
 
 /** Async on purpose: cost functions may look things up. */
@@ -246,4 +256,6 @@ export const ADAPTERS: Record<AdapterName, StartApp> = {
   hono: startHono,
   koa: koaStarter(Koa),
   koa2: koaStarter(Koa2),
+  'nest-express': nestStarter('express'),
+  'nest-fastify': nestStarter('fastify'),
 };
