@@ -129,7 +129,9 @@ describe.each(['express', 'fastify'] as const)('nest on %s: decorators and @nest
 describe('FloodgateThrottlerStorage options', () => {
   it('rejects unknown options and bad prefixes by name', () => {
     expect(() => new FloodgateThrottlerStorage({ stroe: memoryStore() } as never)).toThrow(/stroe/);
-    expect(() => new FloodgateThrottlerStorage({ prefix: 'a{b}' })).toThrow(/^prefix: "a\{b\}" must be 1-64 characters/);
+    expect(() => new FloodgateThrottlerStorage({ prefix: 'a{b}' })).toThrow(
+      /^prefix: "a\{b\}" must be 1-64 characters/,
+    );
   });
 
   it('maps decisions to the record @nestjs/throttler reads', async () => {

@@ -31,7 +31,11 @@ export class CustomLimited extends Error {}
 export class CustomLimitedFilter implements ExceptionFilter {
   catch(_error: CustomLimited, host: ArgumentsHost): void {
     // Express's response and Fastify's reply both have status() and send().
-    host.switchToHttp().getResponse<{ status(code: number): { send(body: string): void } }>().status(418).send('custom');
+    host
+      .switchToHttp()
+      .getResponse<{ status(code: number): { send(body: string): void } }>()
+      .status(418)
+      .send('custom');
   }
 }
 
