@@ -78,11 +78,23 @@ const LINKED = [
   '@types/node',
   '@types/express',
   '@types/express-serve-static-core',
+  'hono',
+  '@hono/node-server',
+  'koa',
+  '@types/koa',
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  '@nestjs/throttler',
+  'reflect-metadata',
+  'rxjs',
 ];
 
 const TSCONFIG = {
   compilerOptions: {
     strict: true,
+    // NestJS decorators (the legacy form Nest is written for).
+    experimentalDecorators: true,
     module: 'nodenext',
     moduleResolution: 'nodenext',
     target: 'es2022',
