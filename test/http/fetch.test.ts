@@ -1,21 +1,12 @@
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { apiKeyOrAddress, createFetchGuard } from '../../src/http/fetch.js';
-import { memoryStore, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
 import { integerField, listField, retryAfter } from './support/client.js';
-import { runAdapterSuite } from './support/suite.js';
+import { runAdapterSuiteOnStores } from './support/suite.js';
 
-let client: Redis;
-useRedisServer((started) => {
-  client = started.client;
-});
-
-runAdapterSuite('fetch', { name: 'memory', store: () => memoryStore() });
-runAdapterSuite('fetch', {
-  name: 'redis',
-  store: () => redisStore({ client }),
-  keys: () => client.keys('*'),
+let _client: Redis;
+runAdapterSuiteOnStores('fetch', (started) => {
+  _client = started;
 });
 
 describe('fetch guard on Request objects', () => {

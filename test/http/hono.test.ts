@@ -5,22 +5,14 @@ import { Hono } from 'hono';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/hono.js';
-import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
+import { createLimiter, redisStore } from '../../src/index.js';
 import { listen } from './support/apps.js';
 import { header, integerField, listField } from './support/client.js';
-import { runAdapterSuite } from './support/suite.js';
+import { runAdapterSuiteOnStores } from './support/suite.js';
 
 let client: Redis;
-useRedisServer((started) => {
-  client = started.client;
-});
-
-runAdapterSuite('hono', { name: 'memory', store: () => memoryStore() });
-runAdapterSuite('hono', {
-  name: 'redis',
-  store: () => redisStore({ client }),
-  keys: () => client.keys('*'),
+runAdapterSuiteOnStores('hono', (started) => {
+  client = started;
 });
 
 describe('hono specifics', () => {

@@ -4,21 +4,13 @@ import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/koa.js';
 import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
 import { type App, listen } from './support/apps.js';
 import { listField } from './support/client.js';
-import { runAdapterSuite } from './support/suite.js';
+import { runAdapterSuite, runAdapterSuiteOnStores } from './support/suite.js';
 
 let client: Redis;
-useRedisServer((started) => {
-  client = started.client;
-});
-
-runAdapterSuite('koa', { name: 'memory', store: () => memoryStore() });
-runAdapterSuite('koa', {
-  name: 'redis',
-  store: () => redisStore({ client }),
-  keys: () => client.keys('*'),
+runAdapterSuiteOnStores('koa', (started) => {
+  client = started;
 });
 runAdapterSuite('koa2', { name: 'memory', store: () => memoryStore() });
 

@@ -12,25 +12,21 @@ import {
   SkipRateLimit,
 } from '../../src/http/nestjs.js';
 import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
 import type { App } from './support/apps.js';
 import { header, listField, rateLimitHeaderNames } from './support/client.js';
 import { startNestApp } from './support/nest.js';
-import { runAdapterSuite } from './support/suite.js';
+import { runAdapterSuite, runAdapterSuiteOnStores } from './support/suite.js';
 
 let client: Redis;
-useRedisServer((started) => {
-  client = started.client;
+runAdapterSuiteOnStores('nest-express', (started) => {
+  client = started;
 });
-
-for (const adapter of ['nest-express', 'nest-fastify'] as const) {
-  runAdapterSuite(adapter, { name: 'memory', store: () => memoryStore() });
-  runAdapterSuite(adapter, {
-    name: 'redis',
-    store: () => redisStore({ client }),
-    keys: () => client.keys('*'),
-  });
-}
+runAdapterSuite('nest-fastify', { name: 'memory', store: () => memoryStore() });
+runAdapterSuite('nest-fastify', {
+  name: 'redis',
+  store: () => redisStore({ client }),
+  keys: () => client.keys('*'),
+});
 
 @Controller('limited')
 class LimitedController {
