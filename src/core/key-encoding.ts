@@ -29,11 +29,24 @@ export function encodeKey(key: string): string {
     if (SAFE_CHAR.test(char)) {
       encoded += char;
     } else {
-      for (const byte of utf8(char)) encoded += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+      encoded += percentEncoded(char.codePointAt(0) as number);
     }
     if (encoded.length > MAX_ENCODED_KEY) return digest(utf8(key));
   }
   return encoded;
+}
+
+/** `%XX` for each UTF-8 byte of a code point (the key is well-formed, so no lone surrogates). */
+function percentEncoded(codePoint: number): string {
+  if (codePoint < 0x80) return hexByte(codePoint);
+  if (codePoint < 0x800) return hexByte(0xc0 | (codePoint >> 6)) + hexByte(0x80 | (codePoint & 63));
+  const last = hexByte(0x80 | ((codePoint >> 6) & 63)) + hexByte(0x80 | (codePoint & 63));
+  if (codePoint < 0x10000) return hexByte(0xe0 | (codePoint >> 12)) + last;
+  return hexByte(0xf0 | (codePoint >> 18)) + hexByte(0x80 | ((codePoint >> 12) & 63)) + last;
+}
+
+function hexByte(byte: number): string {
+  return `%${byte < 16 ? '0' : ''}${byte.toString(16).toUpperCase()}`;
 }
 
 function digest(...bytes: Uint8Array[]): string {

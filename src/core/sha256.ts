@@ -14,9 +14,9 @@ const K = new Uint32Array([
   0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
   0xc67178f2,
 ]);
-const INITIAL = [
+const INITIAL = new Uint32Array([
   0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-];
+]);
 const BLOCK = 64;
 const encoder = new TextEncoder();
 
@@ -36,37 +36,42 @@ export function concatBytes(...parts: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** The SHA-256 digest (32 bytes) of the concatenation of `parts`. */
-export function sha256(...parts: readonly Uint8Array[]): Uint8Array {
-  const message = parts.length === 1 ? (parts[0] as Uint8Array) : concatBytes(...parts);
-  // The message, the 0x80 byte, zero padding and the 64-bit bit length, in whole blocks.
-  const padded = new Uint8Array(Math.ceil((message.length + 9) / BLOCK) * BLOCK);
-  padded.set(message);
-  padded[message.length] = 0x80;
-  const view = new DataView(padded.buffer);
-  const bits = message.length * 8;
-  view.setUint32(padded.length - 8, Math.floor(bits / 0x1_0000_0000));
-  view.setUint32(padded.length - 4, bits >>> 0);
+/** The message schedule, reused by every call (the functions here never yield). */
+const W = new Uint32Array(64);
 
-  const hash = INITIAL.slice();
-  const w = new Uint32Array(64);
-  for (let block = 0; block < padded.length; block += BLOCK) {
-    for (let t = 0; t < 16; t++) w[t] = view.getUint32(block + t * 4);
+/** Runs the compression function over every 64-byte block of `data` into `state`. */
+function compress(state: Uint32Array, data: Uint8Array): void {
+  for (let offset = 0; offset < data.length; offset += BLOCK) {
+    for (let t = 0; t < 16; t++) {
+      const i = offset + t * 4;
+      W[t] =
+        ((data[i] as number) << 24) |
+        ((data[i + 1] as number) << 16) |
+        ((data[i + 2] as number) << 8) |
+        (data[i + 3] as number);
+    }
     for (let t = 16; t < 64; t++) {
-      const a = w[t - 15] as number;
-      const b = w[t - 2] as number;
+      const a = W[t - 15] as number;
+      const b = W[t - 2] as number;
       const s0 = rotr(a, 7) ^ rotr(a, 18) ^ (a >>> 3);
       const s1 = rotr(b, 17) ^ rotr(b, 19) ^ (b >>> 10);
-      w[t] = ((w[t - 16] as number) + s0 + (w[t - 7] as number) + s1) | 0;
+      W[t] = ((W[t - 16] as number) + s0 + (W[t - 7] as number) + s1) | 0;
     }
-    let [a, b, c, d, e, f, g, h] = hash as [number, number, number, number, number, number, number, number];
+    let a = state[0] as number;
+    let b = state[1] as number;
+    let c = state[2] as number;
+    let d = state[3] as number;
+    let e = state[4] as number;
+    let f = state[5] as number;
+    let g = state[6] as number;
+    let h = state[7] as number;
     for (let t = 0; t < 64; t++) {
       const t1 =
         (h +
           (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) +
           ((e & f) ^ (~e & g)) +
           (K[t] as number) +
-          (w[t] as number)) |
+          (W[t] as number)) |
         0;
       const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
       h = g;
@@ -78,26 +83,93 @@ export function sha256(...parts: readonly Uint8Array[]): Uint8Array {
       b = a;
       a = (t1 + t2) | 0;
     }
-    const next = [a, b, c, d, e, f, g, h];
-    for (let i = 0; i < 8; i++) hash[i] = ((hash[i] as number) + (next[i] as number)) | 0;
+    state[0] = ((state[0] as number) + a) | 0;
+    state[1] = ((state[1] as number) + b) | 0;
+    state[2] = ((state[2] as number) + c) | 0;
+    state[3] = ((state[3] as number) + d) | 0;
+    state[4] = ((state[4] as number) + e) | 0;
+    state[5] = ((state[5] as number) + f) | 0;
+    state[6] = ((state[6] as number) + g) | 0;
+    state[7] = ((state[7] as number) + h) | 0;
   }
+}
+
+/**
+ * Finishes a hash whose `state` has absorbed `prefixLength` bytes in whole blocks: absorbs
+ * `message`, the padding and the total bit length, and returns the digest.
+ */
+function finish(state: Uint32Array, prefixLength: number, message: Uint8Array): Uint8Array {
+  // The message, the 0x80 byte, zero padding and the 64-bit bit length, in whole blocks.
+  const padded = new Uint8Array(Math.ceil((message.length + 9) / BLOCK) * BLOCK);
+  padded.set(message);
+  padded[message.length] = 0x80;
+  const bits = (prefixLength + message.length) * 8;
+  const high = Math.floor(bits / 0x1_0000_0000);
+  const end = padded.length;
+  padded[end - 8] = high >>> 24;
+  padded[end - 7] = high >>> 16;
+  padded[end - 6] = high >>> 8;
+  padded[end - 5] = high;
+  padded[end - 4] = bits >>> 24;
+  padded[end - 3] = bits >>> 16;
+  padded[end - 2] = bits >>> 8;
+  padded[end - 1] = bits;
+  compress(state, padded);
   const out = new Uint8Array(32);
-  const outView = new DataView(out.buffer);
-  for (let i = 0; i < 8; i++) outView.setUint32(i * 4, (hash[i] as number) >>> 0);
+  for (let i = 0; i < 8; i++) {
+    const word = state[i] as number;
+    out[i * 4] = word >>> 24;
+    out[i * 4 + 1] = word >>> 16;
+    out[i * 4 + 2] = word >>> 8;
+    out[i * 4 + 3] = word;
+  }
   return out;
+}
+
+/** The SHA-256 digest (32 bytes) of the concatenation of `parts`. */
+export function sha256(...parts: readonly Uint8Array[]): Uint8Array {
+  const message = parts.length === 1 ? (parts[0] as Uint8Array) : concatBytes(...parts);
+  return finish(INITIAL.slice(), 0, message);
 }
 
 function rotr(x: number, n: number): number {
   return (x >>> n) | (x << (32 - n));
 }
 
+/** An HMAC key's inner and outer states after its padded key block: computed once per key. */
+interface HmacKey {
+  readonly inner: Uint32Array;
+  readonly outer: Uint32Array;
+}
+
+const hmacKeys = new WeakMap<Uint8Array, HmacKey>();
+
+function hmacKey(key: Uint8Array): HmacKey {
+  let states = hmacKeys.get(key);
+  if (states === undefined) {
+    const block = new Uint8Array(BLOCK);
+    block.set(key.length > BLOCK ? sha256(key) : key);
+    const inner = INITIAL.slice();
+    const outer = INITIAL.slice();
+    compress(
+      inner,
+      block.map((byte) => byte ^ 0x36),
+    );
+    compress(
+      outer,
+      block.map((byte) => byte ^ 0x5c),
+    );
+    states = { inner, outer };
+    hmacKeys.set(key, states);
+  }
+  return states;
+}
+
 /** HMAC-SHA-256 of the concatenation of `parts` under `key` (RFC 2104). */
 export function hmacSha256(key: Uint8Array, ...parts: readonly Uint8Array[]): Uint8Array {
-  const block = new Uint8Array(BLOCK);
-  block.set(key.length > BLOCK ? sha256(key) : key);
-  const inner = block.map((byte) => byte ^ 0x36);
-  const outer = block.map((byte) => byte ^ 0x5c);
-  return sha256(outer, sha256(inner, ...parts));
+  const { inner, outer } = hmacKey(key);
+  const message = parts.length === 1 ? (parts[0] as Uint8Array) : concatBytes(...parts);
+  return finish(outer.slice(), BLOCK, finish(inner.slice(), BLOCK, message));
 }
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
