@@ -325,7 +325,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return limiter;
 }
 
-function resolveStore(store: unknown, option: string): Store {
+/** Validates a store option (`store`, a fallback store): it must implement the Store contract. */
+export function resolveStore(store: unknown, option: string): Store {
   if (
     typeof store !== 'object' ||
     store === null ||

@@ -11,7 +11,7 @@
  */
 import { resolvePrefix } from '../core/key-encoding.js';
 import { describe } from '../describe.js';
-import { createLimiter, type Limiter } from '../limiter.js';
+import { createLimiter, type Limiter, resolveStore } from '../limiter.js';
 import { checkOptions } from '../options.js';
 import type { Store } from '../stores/types.js';
 import { scopedPrefix } from './options.js';
@@ -51,7 +51,7 @@ export class FloodgateThrottlerStorage {
       known: new Set(['store', 'prefix']),
       rejectArrays: true,
     });
-    this.#store = options.store;
+    this.#store = options.store === undefined ? undefined : resolveStore(options.store, 'store');
     this.#prefix = resolvePrefix(options.prefix ?? 'floodgate-throttler');
   }
 

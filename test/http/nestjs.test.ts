@@ -125,6 +125,9 @@ describe.each(['express', 'fastify'] as const)('nest on %s: decorators and @nest
 describe('FloodgateThrottlerStorage options', () => {
   it('rejects unknown options and bad prefixes by name', () => {
     expect(() => new FloodgateThrottlerStorage({ stroe: memoryStore() } as never)).toThrow(/stroe/);
+    expect(() => new FloodgateThrottlerStorage({ store: {} as never })).toThrow(
+      'store: expected memoryStore(), redisStore({ client }) or another Store, got an object',
+    );
     expect(() => new FloodgateThrottlerStorage({ prefix: 'a{b}' })).toThrow(
       /^prefix: "a\{b\}" must be 1-64 characters/,
     );
