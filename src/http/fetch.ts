@@ -22,7 +22,7 @@ import type { Decision } from '../core/decision.js';
 import { createGuard } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
-import { headersTarget, problemResponse, withHeaders } from './web.js';
+import { headersTarget, problemResponse, withHeaders, writeHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -69,7 +69,7 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   // The peer of each request being checked, read by `address` below during `check`.
   const peers = new WeakMap<Request, string | undefined>();
-  const decisions = new WeakMap<Request, { decision: Decision; headers: Headers }>();
+  const decisions = new WeakMap<Request, Decision>();
   const guard = createGuard(resolved, {
     header: (request, name) => request.headers.get(name) ?? undefined,
     address: (request) =>
@@ -80,8 +80,8 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     peers.set(request, context?.ip ?? ip?.(request) ?? undefined);
     const decision = await guard.check(request);
     if (decision === undefined) return null;
+    decisions.set(request, decision);
     const headers = new Headers();
-    decisions.set(request, { decision, headers });
     if (guard.respond(decision, headersTarget(headers))) return null;
     if (onLimited === undefined) return problemResponse(decision, headers);
     return withHeaders(await onLimited(request, decision), headers, true);
@@ -89,11 +89,13 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
 
   return Object.assign(floodgateFetchGuard, {
     decisionFor: function decisionFor(request: Request) {
-      return decisions.get(request)?.decision;
+      return decisions.get(request);
     },
     withHeaders: function withDecisionHeaders(request: Request, response: Response) {
-      const checked = decisions.get(request);
-      return checked === undefined ? response : withHeaders(response, checked.headers);
+      const decision = decisions.get(request);
+      if (decision === undefined) return response;
+      // Merged with what the response carries, e.g. another guard's headers (see headers.ts).
+      return writeHeaders(response, (target) => guard.respond(decision, headersTarget(target)));
     },
   });
 }

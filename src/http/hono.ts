@@ -63,8 +63,11 @@ interface NodeBinding {
   socket?: { remoteAddress?: unknown };
 }
 
-/** The headers of each request's decisions, added to its response by the outermost middleware. */
-const pending = new WeakMap<Request, Headers>();
+/**
+ * Per request: the headers of its decisions, added to its response by the outermost middleware,
+ * and whether a middleware already answered with them (a 429, or `onLimited`'s response).
+ */
+const pending = new WeakMap<Request, { headers: Headers; answered: boolean }>();
 
 /**
  * Creates a Hono middleware that rate-limits every request passing through it.
@@ -90,17 +93,19 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
     if (decision === undefined) return next();
     c.set('rateLimit', moreRestrictive(c.get('rateLimit'), decision));
     const request = c.req.raw;
-    let headers = pending.get(request);
-    const outermost = headers === undefined;
-    if (headers === undefined) {
-      headers = new Headers();
-      pending.set(request, headers);
+    let state = pending.get(request);
+    const outermost = state === undefined;
+    if (state === undefined) {
+      state = { headers: new Headers(), answered: false };
+      pending.set(request, state);
     }
+    const { headers } = state;
     if (!guard.respond(decision, headersTarget(headers))) {
+      state.answered = true;
       if (onLimited === undefined) return problemResponse(decision, headers);
       return withHeaders(await onLimited(c, decision), headers, true);
     }
     await next();
-    if (outermost) c.res = withHeaders(c.res, headers);
+    if (outermost && !state.answered) c.res = withHeaders(c.res, headers);
   };
 }

@@ -23,21 +23,23 @@ export function problemResponse(decision: Decision, headers: Headers): Response 
   return response;
 }
 
-/**
- * `response` with `headers` set on it: every one, or with `keepOwn` only those it does not set
- * itself. A copy (same status and body) when its headers are immutable.
- */
-export function withHeaders(response: Response, headers: Headers, keepOwn = false): Response {
-  let target = response;
-  for (const [name, value] of headers) {
-    if (keepOwn && target.headers.has(name)) continue;
-    try {
-      target.headers.set(name, value);
-    } catch {
-      // Immutable headers throw on the first write, before anything was written.
-      target = new Response(target.body, target);
-      target.headers.set(name, value);
-    }
+/** Runs `write` on `response`'s headers, or on a copy (same status and body) when they are immutable. */
+export function writeHeaders(response: Response, write: (headers: Headers) => void): Response {
+  try {
+    write(response.headers);
+    return response;
+  } catch (error) {
+    // Immutable headers throw on the first write, before anything was written.
+    if (!(error instanceof TypeError)) throw error;
+    const copy = new Response(response.body, response);
+    write(copy.headers);
+    return copy;
   }
-  return target;
+}
+
+/** `response` with every one of `headers` set on it, or with `keepOwn` only those it lacks. */
+export function withHeaders(response: Response, headers: Headers, keepOwn = false): Response {
+  return writeHeaders(response, (target) => {
+    for (const [name, value] of headers) if (!(keepOwn && target.has(name))) target.set(name, value);
+  });
 }

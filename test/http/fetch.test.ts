@@ -44,6 +44,20 @@ describe('fetch guard on Request objects', () => {
     expect(guard.withHeaders(request(), untouched)).toBe(untouched);
   });
 
+  it('two guards on one request: withHeaders of each merges the list fields, draft-6 keeps the stricter', async () => {
+    const global = createFetchGuard({ rules: { ...rules, name: 'global', limit: 10 } });
+    const route = createFetchGuard({ rules: { ...rules, name: 'route', limit: 3 } });
+    const checked = request();
+    expect(await global(checked, { ip: '192.0.2.9' })).toBeNull();
+    expect(await route(checked, { ip: '192.0.2.9' })).toBeNull();
+    const response = route.withHeaders(checked, global.withHeaders(checked, new Response('ok')));
+    expect(listField(response, 'RateLimit-Policy')).toEqual([
+      { name: 10, params: { w: 60 } },
+      { name: 3, params: { w: 60 } },
+    ]);
+    expect(integerField(response, 'RateLimit-Remaining')).toBe(2);
+  });
+
   it('shares one bucket among requests whose address is unknown', async () => {
     const guard = createFetchGuard({
       rules,

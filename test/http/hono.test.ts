@@ -54,6 +54,31 @@ describe('hono specifics', () => {
     expect(listField(moved, 'RateLimit').map((item) => [item.name, item.params.r])).toEqual([['global', 7]]);
   });
 
+  it("an inner middleware's onLimited response keeps its own headers; the outer one adds none over them", async () => {
+    const app = new Hono();
+    app.use(rateLimit({ limiter: sliding('outer', 10), ip: () => '192.0.2.2' }));
+    app.use(
+      rateLimit({
+        limiter: sliding('inner', 1),
+        ip: () => '192.0.2.2',
+        onLimited: () => new Response('slow down', { status: 503, headers: { 'Retry-After': '120' } }),
+      }),
+    );
+    app.get('/', (c) => c.text('ok'));
+    expect((await app.request('/')).status).toBe(200);
+    const limited = await app.request('/');
+    expect(limited.status).toBe(503);
+    expect(await limited.text()).toBe('slow down');
+    expect(limited.headers.get('retry-after')).toBe('120');
+    expect(limited.headers.get('cache-control')).toBe('no-store');
+    // Both limiters' policies, as the two middlewares merged them, draft-6's fields the stricter.
+    expect(listField(limited, 'RateLimit-Policy')).toEqual([
+      { name: 10, params: { w: 60 } },
+      { name: 1, params: { w: 60 } },
+    ]);
+    expect(integerField(limited, 'RateLimit-Limit')).toBe(1);
+  });
+
   it('reads the address from ip (a platform header or getConnInfo); without one, clients share ip:unknown', async () => {
     const limiter = sliding('addresses', 1);
     const app = new Hono();
