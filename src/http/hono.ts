@@ -100,12 +100,17 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
       pending.set(request, state);
     }
     const { headers } = state;
-    if (!guard.respond(decision, headersTarget(headers))) {
-      state.answered = true;
-      if (onLimited === undefined) return problemResponse(decision, headers);
-      return withHeaders(await onLimited(c, decision), headers, true);
+    try {
+      if (!guard.respond(decision, headersTarget(headers))) {
+        state.answered = true;
+        if (onLimited === undefined) return problemResponse(decision, headers);
+        return withHeaders(await onLimited(c, decision), headers, true);
+      }
+      await next();
+      if (outermost && !state.answered) c.res = withHeaders(c.res, headers);
+    } finally {
+      // A Request object handled again (app.request with the same one) starts afresh.
+      if (outermost) pending.delete(request);
     }
-    await next();
-    if (outermost && !state.answered) c.res = withHeaders(c.res, headers);
   };
 }
