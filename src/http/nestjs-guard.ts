@@ -5,7 +5,6 @@
  * limiter of its own, added to the guard's; `@SkipRateLimit()` exempts one.
  */
 import { type CanActivate, type ExecutionContext, HttpException, SetMetadata } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import type { Decision } from '../core/decision.js';
 import {
   createGuard,
@@ -64,6 +63,19 @@ interface Checker {
   onLimited: RouteRateLimitOptions['onLimited'];
 }
 
+/**
+ * Decorator metadata of the first target that has it (handler, then class), as Nest's
+ * `Reflector.getAllAndOverride` reads it: through reflect-metadata, which every Nest app loads.
+ */
+function metadata<T>(key: string, targets: readonly object[]): T | undefined {
+  const reflect = Reflect as unknown as { getMetadata(key: string, target: object): unknown };
+  for (const target of targets) {
+    const value = reflect.getMetadata(key, target);
+    if (value !== undefined) return value as T;
+  }
+  return undefined;
+}
+
 /** Requests whose route limiter has run: with several FloodgateGuards, only the first applies it. */
 const routeChecked = new WeakSet<object>();
 
@@ -94,7 +106,6 @@ export class FloodgateGuard implements CanActivate {
   readonly #own: Checker;
   readonly #inherited: Omit<RouteRateLimitOptions, 'limiter' | 'rules' | 'store' | 'prefix'>;
   readonly #routes = new WeakMap<object, Checker>();
-  readonly #reflector = new Reflector();
 
   constructor(options: FloodgateGuardOptions) {
     this.#own = buildChecker(options, 'FloodgateGuard');
@@ -105,12 +116,12 @@ export class FloodgateGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return true;
     const targets = [context.getHandler(), context.getClass()];
-    if (this.#reflector.getAllAndOverride<boolean>(SKIP, targets) === true) return true;
+    if (metadata<boolean>(SKIP, targets) === true) return true;
     const http = context.switchToHttp();
     const req = http.getRequest<FloodgateRequest>();
     const headers = responseTarget(http.getResponse<object>());
     await this.#limit(this.#own, context, req, headers);
-    const route = this.#reflector.getAllAndOverride<RouteRateLimitOptions | undefined>(ROUTE_LIMIT, targets);
+    const route = metadata<RouteRateLimitOptions>(ROUTE_LIMIT, targets);
     if (route !== undefined && !routeChecked.has(req)) {
       routeChecked.add(req);
       await this.#limit(this.#routeChecker(route, context), context, req, headers);
@@ -133,7 +144,7 @@ export class FloodgateGuard implements CanActivate {
     let checker = this.#routes.get(route);
     if (checker === undefined) {
       // A controller-wide @RateLimit is one limiter for all its routes; a route's is its own.
-      const onRoute = this.#reflector.get(ROUTE_LIMIT, context.getHandler()) === route;
+      const onRoute = metadata(ROUTE_LIMIT, [context.getHandler()]) === route;
       const scope = `${context.getClass().name}${onRoute ? `.${context.getHandler().name}` : ''}`;
       const merged: RouteRateLimitOptions = { ...this.#inherited, ...route };
       if (merged.limiter === undefined) {
