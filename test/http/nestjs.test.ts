@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Controller, Get, Module, Req } from '@nestjs/common';
+import { Controller, Get, Module, Req, UseGuards } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import type { Redis } from 'ioredis';
@@ -51,6 +51,31 @@ class LimitedController {
 @Module({ controllers: [LimitedController] })
 class LimitedModule {}
 
+const perController = createLimiter({
+  rules: { name: 'guarded', algorithm: 'sliding-log', limit: 1, window: '1m' },
+  prefix: `nest-per-controller-${process.pid}`,
+});
+
+@Controller('guarded')
+@UseGuards(new FloodgateGuard({ limiter: perController }))
+class GuardedController {
+  @Get()
+  get() {
+    return 'guarded';
+  }
+}
+
+@Controller('open')
+class OpenController {
+  @Get()
+  get() {
+    return 'open';
+  }
+}
+
+@Module({ controllers: [GuardedController, OpenController] })
+class PerControllerModule {}
+
 describe.each(['express', 'fastify'] as const)('nest on %s: decorators and @nestjs/throttler', (platform) => {
   const apps: App[] = [];
   afterEach(async () => {
@@ -92,6 +117,24 @@ describe.each(['express', 'fastify'] as const)('nest on %s: decorators and @nest
     }
     const other = await fetch(`${app.url}/limited/other`);
     expect(await other.json()).toEqual({ rule: 'global', remaining: 2 });
+  });
+
+  it('a guard per controller (@UseGuards) limits that controller only', async () => {
+    const app = await startNestApp(PerControllerModule, platform, false, () => {});
+    apps.push(app);
+    // Both platforms' runs of this test share the decorator's limiter: each starts from a reset key.
+    await perController.reset('ip:127.0.0.1');
+    expect((await fetch(`${app.url}/guarded`)).status).toBe(200);
+    const denied = await fetch(`${app.url}/guarded`);
+    expect(denied.status).toBe(429);
+    expect(((await denied.json()) as { 'violated-policies': string[] })['violated-policies']).toEqual([
+      'guarded',
+    ]);
+    for (let i = 0; i < 3; i++) {
+      const open = await fetch(`${app.url}/open`);
+      expect(open.status).toBe(200);
+      expect(rateLimitHeaderNames(open)).toEqual([]);
+    }
   });
 
   it('FloodgateThrottlerStorage: two Nest apps share one Redis count, exactly limit per ttl', async () => {
