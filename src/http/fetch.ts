@@ -19,11 +19,10 @@
  * };
  */
 import type { Decision } from '../core/decision.js';
-import { createGuard, problemBody } from './guard.js';
-import type { HeaderTarget } from './headers.js';
+import { createGuard } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
+import { headersTarget, problemResponse, withHeaders, writeHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -59,13 +58,6 @@ export interface FetchGuard {
   withHeaders(request: Request, response: Response): Response;
 }
 
-function headersTarget(headers: Headers): HeaderTarget {
-  return {
-    get: (name) => headers.get(name) ?? undefined,
-    set: (name, value) => headers.set(name, value),
-  };
-}
-
 /**
  * Creates a guard for Fetch API handlers.
  * @example const limited = await guard(request, { ip }); if (limited) return limited;
@@ -91,44 +83,19 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     decisions.set(request, decision);
     const headers = new Headers();
     if (guard.respond(decision, headersTarget(headers))) return null;
-    if (onLimited === undefined) {
-      headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
-      return new Response(problemBody(decision), { status: 429, headers });
-    }
-    return addMissing(await onLimited(request, decision), headers);
+    if (onLimited === undefined) return problemResponse(decision, headers);
+    return withHeaders(await onLimited(request, decision), headers, true);
   }
 
   return Object.assign(floodgateFetchGuard, {
     decisionFor: function decisionFor(request: Request) {
       return decisions.get(request);
     },
-    withHeaders: function withHeaders(request: Request, response: Response) {
+    withHeaders: function withDecisionHeaders(request: Request, response: Response) {
       const decision = decisions.get(request);
       if (decision === undefined) return response;
-      let target = response;
-      try {
-        // The first write throws if the headers are immutable, before anything is written.
-        guard.respond(decision, headersTarget(target.headers));
-      } catch {
-        target = new Response(response.body, response);
-        guard.respond(decision, headersTarget(target.headers));
-      }
-      return target;
+      // Merged with what the response carries, e.g. another guard's headers (see headers.ts).
+      return writeHeaders(response, (target) => guard.respond(decision, headersTarget(target)));
     },
   });
-}
-
-/** Adds each header the response does not set itself; copies the response if its headers are immutable. */
-function addMissing(response: Response, headers: Headers): Response {
-  let target = response;
-  for (const [name, value] of headers) {
-    if (target.headers.has(name)) continue;
-    try {
-      target.headers.set(name, value);
-    } catch {
-      target = new Response(target.body, target);
-      target.headers.set(name, value);
-    }
-  }
-  return target;
 }
