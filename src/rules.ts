@@ -23,6 +23,11 @@ export interface RuleOptions {
   window: Duration;
   /** token-bucket and gcra only: the bucket's capacity, the largest burst. Default: `limit`. */
   burst?: number;
+  /**
+   * Evaluated, and its state kept, as if enforced, but it never denies: a check it would deny
+   * is allowed and names it in `shadowDenied`. For rolling out a new limit. Default `false`.
+   */
+  shadow?: boolean;
 }
 
 /**
@@ -38,13 +43,14 @@ export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
  */
 export const MAX_RULES = 1000;
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst']);
+const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'shadow']);
 
 /**
  * Validates one rule or a list of rules.
  * @param option where the rules came from, for error messages (e.g. `rules`, `plans.pro`).
+ * @param shadow makes every rule a shadow rule (the limiter's own `shadow` option).
  */
-export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
+export function resolveRules(input: unknown, option = 'rules', shadow = false): ResolvedRule[] {
   const list = Array.isArray(input) ? input : [input];
   if (input === undefined || list.length === 0) {
     throw new TypeError(
@@ -57,7 +63,7 @@ export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
     );
   }
   const rules = list.map((rule, index) =>
-    resolveRule(rule, Array.isArray(input) ? `${option}[${index}]` : option),
+    resolveRule(rule, Array.isArray(input) ? `${option}[${index}]` : option, shadow),
   );
   const seen = new Set<string>();
   for (const rule of rules) {
@@ -71,7 +77,7 @@ export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
   return rules;
 }
 
-function resolveRule(input: unknown, option: string): ResolvedRule {
+function resolveRule(input: unknown, option: string, shadowAll: boolean): ResolvedRule {
   checkOptions(input, {
     owner: option,
     expected: 'a rule object such as { algorithm, limit, window }',
@@ -111,7 +117,8 @@ function resolveRule(input: unknown, option: string): ResolvedRule {
       `${option}.name: ${describe(name)} must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit`,
     );
   }
-  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}` };
+  const shadow = shadowAll || booleanOption(rule.shadow, `${option}.shadow`);
+  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}`, shadow };
 }
 
 /** Validates a positive safe integer option such as a limit or a cost. */
@@ -119,6 +126,13 @@ export function positiveInteger(value: unknown, option: string, max: number): nu
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
     throw new RangeError(`${option}: ${describe(value)} must be an integer from 1 to ${max}`);
   }
+  return value;
+}
+
+/** Validates an optional boolean option (absent: false). */
+export function booleanOption(value: unknown, option: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new TypeError(`${option}: ${describe(value)} must be true or false`);
   return value;
 }
 

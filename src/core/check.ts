@@ -83,7 +83,20 @@ export function createChecks(context: CheckContext): Checks {
     const decision = decide(rules, outcomes, cost, degraded, plan);
     if (consume && decision.allowed) {
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
-      tickets.issue(decision, keyHeadValue, rules, cost, outcomes, where);
+      if (decision.shadowDenied.length === 0)
+        tickets.issue(decision, keyHeadValue, rules, cost, outcomes, where);
+      else {
+        // A shadow rule that would have denied consumed nothing: its settle has nothing to adjust.
+        const kept = outcomes.map((outcome) => outcome.allowed);
+        tickets.issue(
+          decision,
+          keyHeadValue,
+          rules.filter((_, i) => kept[i]),
+          cost,
+          outcomes.filter((_, i) => kept[i]),
+          where,
+        );
+      }
     }
     return decision;
   }

@@ -13,6 +13,8 @@ export interface ResolvedRule {
   readonly capacity: number;
   /** Appended to a key's head to make this rule's base Redis key: `:<name>:<algorithm tag>`. */
   readonly keyTail: string;
+  /** Never denies: its denials are reported in `shadowDenied` (see RuleOptions.shadow). */
+  readonly shadow: boolean;
 }
 
 export interface CheckOptions {

@@ -11,6 +11,8 @@ export interface Expected {
   resetMs: number;
   retryAfterMs: number;
   rule?: string;
+  /** The decision's `shadowDenied`, when given. */
+  shadowDenied?: string[];
 }
 
 export interface Step {
@@ -34,6 +36,8 @@ export interface SpecCase {
   rules?: RuleOptions | RuleOptions[];
   plans?: Record<string, RuleOptions | RuleOptions[]>;
   defaultPlan?: string;
+  /** The limiter's `shadow` option. */
+  shadow?: boolean;
   steps: Step[];
 }
 

@@ -1,6 +1,7 @@
 /**
  * One check on the memory store: every rule's step function on its live state and, when all
- * allow and the check consumes, every rule's commit, together (nothing else runs in between).
+ * enforced rules allow and the check consumes, the commit of every rule that allowed, together
+ * (nothing else runs in between).
  */
 import type { Evaluation } from '../../algorithms/index.js';
 import type { ResolvedRule } from '../../core/types.js';
@@ -83,7 +84,8 @@ export function createRun(chains: Chains): Run {
     for (let i = 0; i < count; i++) {
       const rule = rules[i] as ResolvedRule;
       const evaluation = rule.algorithm.evaluate(liveState(slots[i], now), now, cost, rule);
-      allAllowed &&= evaluation.allowed;
+      // A shadow rule never stops the others; it is consumed only when it allows, as if enforced.
+      allAllowed &&= evaluation.allowed || rule.shadow;
       outcomes[i] = evaluation;
     }
     if (!allAllowed || !consume) return outcomes;
@@ -91,6 +93,7 @@ export function createRun(chains: Chains): Run {
     let last = lastOf(first);
     for (let i = 0; i < count; i++) {
       const rule = rules[i] as ResolvedRule;
+      if (!(outcomes[i] as Evaluation).allowed) continue;
       const slot = slots[i];
       const resetAfterMs = (outcomes[i] as Evaluation).resetAfterMs;
       chain = commitRule(

@@ -1,6 +1,6 @@
 /**
  * How a rule list travels to the script: its keys under a head, its script, and the rule set
- * string a batch sends once ("code,limit,windowMs,capacity;..."), computed once per list.
+ * string a batch sends once ("code,limit,windowMs,capacity,shadow;..."), computed once per list.
  */
 import type { ResolvedRule } from '../../core/types.js';
 import { overrideKey } from './key-layout.js';
@@ -24,7 +24,10 @@ export function describeRules(rules: readonly ResolvedRule[]): DescribedRules {
       ),
       script: scriptFor(rules.map((rule) => rule.algorithm.code)),
       ruleSet: rules
-        .map((rule) => `${rule.algorithm.code},${rule.limit},${rule.windowMs},${rule.capacity}`)
+        .map(
+          (rule) =>
+            `${rule.algorithm.code},${rule.limit},${rule.windowMs},${rule.capacity},${rule.shadow ? 1 : 0}`,
+        )
         .join(';'),
     };
     described.set(rules, found);

@@ -7,8 +7,8 @@
  *   'b' a batch of checks and peeks, on one clock (one TIME call), all in one atomic call. On a
  *       cluster every key of a batch shares one slot. KEYS, per check: the key's override key,
  *       then each rule's keys in rule order. ARGV: 'b', check count, now (ms, or -1 for the
- *       server's TIME), rule-set count, the rule sets ("code,limit,windowMs,capacity" per rule,
- *       joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
+ *       server's TIME), rule-set count, the rule sets ("code,limit,windowMs,capacity,shadow" per
+ *       rule, shadow 1 for a rule that never denies, joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
  *       peek, set the rule set's number, seen the override the caller knows: '' for none, '*'
  *       to skip the comparison), whatever its rules.
  *       Reply: one flat array for the whole batch (Redis inspects every table it converts, so a
@@ -154,7 +154,7 @@ local function liveOverride(stored)
   if e > now then return value, e - now end
 end
 
--- Rule sets ("code,limit,windowMs,capacity;...") and check arguments ("mode:cost:set:seen") as
+-- Rule sets ("code,limit,windowMs,capacity,shadow;...") and check arguments ("mode:cost:set:seen") as
 -- parsed, by their text: a limiter sends the same few strings on every call. A function library
 -- keeps this table from call to call, so each string is parsed (a gmatch or match, and a strtod
 -- per number) once rather than once per call; an EVAL starts with an empty one. Both kinds share
@@ -204,7 +204,8 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
   local count = #rules
   out[n + 1] = count * 6 + (overrideRemaining and 1 or 0)
   n = n + 1
-  -- Evaluate every rule first; consume only if all of them allow the request. An evaluator
+  -- Evaluate every rule first; consume only if all enforced rules allow the request, and then
+  -- from each rule that allows it (a shadow rule never stops the others). An evaluator
   -- returns its commit as a function and up to four arguments, kept in the call's reusable
   -- COMMIT_* tables: a closure per rule per check measurably cost more. One rule (the usual
   -- case) is its own verdict: it commits at once, without the tables.
@@ -224,13 +225,15 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     if count == 1 then
       if allowed and mode == 'c' then commit(k, cost, x, y, z, w) end
     else
-      COMMIT_FN[i], COMMIT_K[i], COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i] = commit, k, x, y, z, w
-      allAllowed = allAllowed and allowed
+      COMMIT_FN[i], COMMIT_K[i], COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i] = allowed and commit, k, x, y, z, w
+      allAllowed = allAllowed and (allowed or rule[5])
     end
     k = k + KEY_COUNTS[code]
   end
   if count > 1 and allAllowed and mode == 'c' then
-    for i = 1, count do COMMIT_FN[i](COMMIT_K[i], cost, COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i]) end
+    for i = 1, count do
+      if COMMIT_FN[i] then COMMIT_FN[i](COMMIT_K[i], cost, COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i]) end
+    end
   end
   if overrideRemaining then
     n = n + 1
@@ -307,8 +310,8 @@ local function run(keys, args)
     local set = PARSED[text]
     if not set then
       set = {}
-      for code, limit, window, capacity in gmatch(text, '(%d+),(%d+),(%d+),(%d+)') do
-        set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity) }
+      for code, limit, window, capacity, shadow in gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d)') do
+        set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity), shadow == '1' }
       end
       remember(text, set)
     end

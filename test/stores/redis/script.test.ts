@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'cf739a682be9be5f777235fb5851734c126614b8';
+const PINNED_SHA = 'd3418ffecdab17312a9559f70eabffbe44c75f0b';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
