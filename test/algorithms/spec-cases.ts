@@ -28,7 +28,7 @@ export interface Step {
   /** Required for checks and peeks. */
   expect?: Expected;
   /** Per-rule expectations for multi-rule cases, by rule name. */
-  rules?: Record<string, Partial<Expected>>;
+  rules?: Record<string, Partial<Expected> & { shadow?: true }>;
 }
 
 export interface SpecCase {
