@@ -2,6 +2,7 @@
  * Rule options: the one place where a rule is validated and turned into the resolved form the
  * rest of the code trusts. Every error names the option, the value and what is allowed.
  */
+import type { BlockParams } from './algorithms/block.js';
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
 import type { ResolvedRule } from './core/types.js';
 import { describe } from './describe.js';
@@ -28,6 +29,25 @@ export interface RuleOptions {
    * is allowed and names it in `shadowDenied`. For rolling out a new limit. Default `false`.
    */
   shadow?: boolean;
+  /**
+   * Once this rule denies a key, keep denying it for this long, whatever the window allows:
+   * `'15m'`, or `{ duration, factor, max, forgetAfter }` for escalating blocks (each new block
+   * within `forgetAfter` of the last one's end lasts `factor` times the last, up to `max`).
+   * Defaults: `factor` 1, `max` the duration (one day when `factor` > 1), `forgetAfter` `max`.
+   */
+  block?: Duration | BlockOptions;
+}
+
+/** A rule's escalating block (see `RuleOptions.block`). */
+export interface BlockOptions {
+  /** The first block's length. */
+  duration: Duration;
+  /** Each new block within `forgetAfter` lasts this many times the last: a number from 1 to 1000. Default 1. */
+  factor?: number;
+  /** The longest block. Default: `duration`, or one day (at least `duration`) when `factor` > 1. */
+  max?: Duration;
+  /** How long after a block's end the next one still escalates from it. Default: `max`. */
+  forgetAfter?: Duration;
 }
 
 /**
@@ -43,7 +63,11 @@ export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
  */
 export const MAX_RULES = 1000;
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'shadow']);
+const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'shadow', 'block']);
+const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
+/** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
+const MAX_BLOCK_MS = 366 * 86_400_000;
+const DAY_MS = 86_400_000;
 
 /**
  * Validates one rule or a list of rules.
@@ -118,7 +142,49 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
     );
   }
   const shadow = shadowAll || booleanOption(rule.shadow, `${option}.shadow`);
-  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}`, shadow };
+  const block = rule.block === undefined ? undefined : resolveBlock(rule.block, `${option}.block`);
+  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}`, shadow, block };
+}
+
+function blockDuration(value: unknown, option: string): number {
+  const ms = parseDuration(value, option);
+  if (ms > MAX_BLOCK_MS) throw new RangeError(`${option}: ${describe(value)} must be at most 366d`);
+  return ms;
+}
+
+/** Validates a rule's `block`: a duration, or `{ duration, factor, max, forgetAfter }`. */
+function resolveBlock(input: unknown, option: string): BlockParams {
+  if (typeof input === 'number' || typeof input === 'string') {
+    const durationMs = blockDuration(input, option);
+    return { durationMs, factor: 1, maxMs: durationMs, forgetMs: durationMs };
+  }
+  checkOptions(input, {
+    owner: option,
+    expected: "a duration such as '15m' or { duration, factor, max, forgetAfter }",
+    known: BLOCK_KEYS,
+    rejectArrays: true,
+    unknown: (name, known) => `${option}.${name}: unknown option; a block takes ${known}`,
+  });
+  const block = input as Record<string, unknown>;
+  const durationMs = blockDuration(block.duration, `${option}.duration`);
+  const factor = block.factor ?? 1;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > 1000) {
+    throw new RangeError(`${option}.factor: ${describe(factor)} must be a number from 1 to 1000`);
+  }
+  const maxMs =
+    block.max === undefined
+      ? factor === 1
+        ? durationMs
+        : Math.max(durationMs, DAY_MS)
+      : blockDuration(block.max, `${option}.max`);
+  if (maxMs < durationMs) {
+    throw new RangeError(
+      `${option}.max: ${describe(block.max)} must be at least the duration (${durationMs} ms)`,
+    );
+  }
+  const forgetMs =
+    block.forgetAfter === undefined ? maxMs : blockDuration(block.forgetAfter, `${option}.forgetAfter`);
+  return { durationMs, factor, maxMs, forgetMs };
 }
 
 /** Validates a positive safe integer option such as a limit or a cost. */

@@ -1,7 +1,8 @@
 /** Settling a reservation and resetting a key on the memory store's chains. */
+import { BLOCK_SUFFIX } from '../../algorithms/block.js';
 import type { ResolvedRule } from '../../core/types.js';
 import type { Chains } from './chains.js';
-import { lastOf, liveState, type Slot, slotsOf } from './slots.js';
+import { lastOf, liveState, type Slot, slotOf, slotsOf } from './slots.js';
 
 /** Applies each rule's settlement (see Algorithm.settle) to its slot under `prefix`. */
 export function settleSlots(
@@ -54,5 +55,9 @@ export function resetSlots(
   if (first === undefined) return;
   const doomed = new Set<Slot>();
   for (const slot of slotsOf(first, prefix, rules)) if (slot !== undefined) doomed.add(slot);
+  for (const rule of rules) {
+    const block = rule.block === undefined ? undefined : slotOf(first, prefix, rule.keyTail + BLOCK_SUFFIX);
+    if (block !== undefined) doomed.add(block);
+  }
   chains.remove(encoded, first, doomed);
 }

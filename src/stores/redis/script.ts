@@ -6,9 +6,10 @@
  * ARGV[1] is the mode.
  *   'b' a batch of checks and peeks, on one clock (one TIME call), all in one atomic call. On a
  *       cluster every key of a batch shares one slot. KEYS, per check: the key's override key,
- *       then each rule's keys in rule order. ARGV: 'b', check count, now (ms, or -1 for the
- *       server's TIME), rule-set count, the rule sets ("code,limit,windowMs,capacity,shadow" per
- *       rule, shadow 1 for a rule that never denies, joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
+ *       then each rule's keys in rule order, then the block key of each rule with a block. ARGV: 'b', check count, now (ms, or -1 for the
+ *       server's TIME), rule-set count, the rule sets (per rule "code,limit,windowMs,capacity,
+ *       shadow,blockMs,factor,maxMs,forgetMs": shadow 1 for a rule that never denies, the block
+ *       fields 0 for a rule without blocks; joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
  *       peek, set the rule set's number, seen the override the caller knows: '' for none, '*'
  *       to skip the comparison), whatever its rules.
  *       Reply: one flat array for the whole batch (Redis inspects every table it converts, so a
@@ -32,6 +33,7 @@
  * server's agree; PX only reclaims the memory.
  */
 import { createHash } from 'node:crypto';
+import { BLOCK_LUA } from '../../algorithms/block.js';
 import { ALGORITHM_NAMES, ALGORITHMS } from '../../algorithms/index.js';
 
 /**
@@ -48,7 +50,9 @@ function buildScript(codes: readonly number[]): string {
     .map((algorithm) => `[${algorithm.code}] = ${algorithm.keySuffixes.length}`)
     .join(', ');
   // Replacer functions: the Lua contains `$'`, which a replacement string would expand.
-  return TEMPLATE.replace('__KEY_COUNTS__', () => keyCounts).replace('__ALGORITHMS__', () => algorithms);
+  return TEMPLATE.replace('__KEY_COUNTS__', () => keyCounts)
+    .replace('__ALGORITHMS__', () => algorithms)
+    .replace('__BLOCK__', () => BLOCK_LUA.trim());
 }
 
 const TEMPLATE = `-- floodgate: every operation on one key, rules all or nothing
@@ -154,7 +158,7 @@ local function liveOverride(stored)
   if e > now then return value, e - now end
 end
 
--- Rule sets ("code,limit,windowMs,capacity,shadow;...") and check arguments ("mode:cost:set:seen") as
+-- Rule sets ("code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs;...") and check arguments ("mode:cost:set:seen") as
 -- parsed, by their text: a limiter sends the same few strings on every call. A function library
 -- keeps this table from call to call, so each string is parsed (a gmatch or match, and a strtod
 -- per number) once rather than once per call; an EVAL starts with an empty one. Both kinds share
@@ -178,6 +182,8 @@ end
 
 __ALGORITHMS__
 
+__BLOCK__
+
 -- One check or peek of one user key, its reply appended to 'out' after position n (see the
 -- header). Its keys start at KEYS[k] (the override key); 'rules' is its rule set, each rule
 -- { code, limit, windowMs, capacity }. Returns the last position written and where the next
@@ -193,7 +199,7 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
       if value then current, remaining = value, left end
     end
     if current ~= seen then
-      for i = 1, #rules do k = k + KEY_COUNTS[rules[i][1]] end
+      k = k + rules.keys + rules.blocks
       out[n + 1] = -1
       out[n + 2] = current
       return n + 2, k + 1
@@ -201,6 +207,7 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     if seen ~= '' then overrideRemaining = remaining end
   end
   k = k + 1
+  local kb = k + rules.keys
   local count = #rules
   out[n + 1] = count * 6 + (overrideRemaining and 1 or 0)
   n = n + 1
@@ -215,6 +222,10 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     local code = rule[1]
     local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
       EVALUATORS[code](k, rule[2], rule[3], rule[4], cost)
+    if rule[6] > 0 then
+      allowed, remaining, reset, retry = applyBlock(kb, rule, mode, allowed, remaining, reset, retry)
+      kb = kb + 1
+    end
     out[n + 1] = allowed and 1 or 0
     out[n + 2] = remaining
     out[n + 3] = reset
@@ -239,7 +250,7 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     n = n + 1
     out[n] = overrideRemaining
   end
-  return n, k
+  return n, kb
 end
 
 -- One call: KEYS and ARGV as described in the header of script.ts.
@@ -309,9 +320,14 @@ local function run(keys, args)
     local text = ARGV[a]
     local set = PARSED[text]
     if not set then
-      set = {}
-      for code, limit, window, capacity, shadow in gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d)') do
-        set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity), shadow == '1' }
+      set = { keys = 0, blocks = 0 }
+      for code, limit, window, capacity, shadow, block, factor, most, forget in
+        gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d),(%d+),([%d.]+),(%d+),(%d+)') do
+        code, block = tonumber(code), tonumber(block)
+        set[#set + 1] = { code, tonumber(limit), tonumber(window), tonumber(capacity), shadow == '1',
+          block, tonumber(factor), tonumber(most), tonumber(forget) }
+        set.keys = set.keys + KEY_COUNTS[code]
+        if block > 0 then set.blocks = set.blocks + 1 end
       end
       remember(text, set)
     end

@@ -99,7 +99,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
         head,
         script: described.script,
         now: now(),
-        keys: ruleKeys(head, described.suffixes),
+        keys: ruleKeys(head, described),
         ruleSet: described.ruleSet,
         mode: consume ? 'c' : 'p',
         cost,
@@ -111,7 +111,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number));
       const args = ['s', String(reserved), now(), String(actual), String(rules.length), ...perRule];
       const described = describeRules(rules);
-      await run(described.script, ruleKeys(head, described.suffixes), args);
+      await run(described.script, ruleKeys(head, described), args);
     },
     inspect() {
       // Once connected (a limiter is often created before its client is), never forcing a lazy client to connect.
@@ -127,7 +127,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     async reset(head, rules) {
       // Every plan's rules at once can be many keys: in calls of a bounded size, each led by the
       // override key the script skips.
-      const [override, ...keys] = ruleKeys(head, describeRules(rules).suffixes);
+      const [override, ...keys] = ruleKeys(head, describeRules(rules));
       for (let from = 0; from < keys.length; from += MAX_BATCH_KEYS) {
         await run(BASE_SCRIPT, [override as string, ...keys.slice(from, from + MAX_BATCH_KEYS)], ['r']);
       }

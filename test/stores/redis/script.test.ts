@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'd3418ffecdab17312a9559f70eabffbe44c75f0b';
+const PINNED_SHA = 'ee6f3a4ebad37f8388f3f0701d63a3711f4e7e40';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
