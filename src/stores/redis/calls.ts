@@ -22,7 +22,7 @@ import type { Readiness } from './ready.js';
 import type { Script } from './script.js';
 
 /** Sends one call of a script (KEYS, ARGV) and resolves with its reply. */
-export type Run = (script: Script, keys: string[], args: string[]) => Promise<unknown>;
+export type Run = (script: Script, keys: readonly string[], args: string[]) => Promise<unknown>;
 
 export interface ScriptCalls {
   run: Run;
@@ -81,7 +81,7 @@ export function createScriptCalls(
   }
 
   /** EVALSHA, and the whole script only on NOSCRIPT (one send shared by the calls that met it). */
-  async function evalBySha(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  async function evalBySha(script: Script, keys: readonly string[], args: string[]): Promise<unknown> {
     try {
       return await runner.evalSha(script.sha, keys, args);
     } catch (error) {
@@ -90,7 +90,12 @@ export function createScriptCalls(
   }
 
   /** After a failed EVALSHA: NOSCRIPT means the script never ran, so it can be sent again. */
-  async function afterNoScript(error: unknown, script: Script, keys: string[], args: string[]): Promise<unknown> {
+  async function afterNoScript(
+    error: unknown,
+    script: Script,
+    keys: readonly string[],
+    args: string[],
+  ): Promise<unknown> {
     if (!isNoScriptError(error)) throw error;
     const inFlight = sending.get(script.sha);
     if (inFlight !== undefined) {
@@ -115,7 +120,7 @@ export function createScriptCalls(
   async function afterFunctionFailed(
     error: unknown,
     script: Script,
-    keys: string[],
+    keys: readonly string[],
     args: string[],
   ): Promise<unknown> {
     if (isFunctionsUnavailableError(error)) {
@@ -139,7 +144,7 @@ export function createScriptCalls(
    * One call: FCALL while functions are in use, else EVALSHA, with one promise of its own; only a
    * failure goes through the async recovery (reloads, TRYAGAIN pauses), which this call seldom needs.
    */
-  function attempt(script: Script, keys: string[], args: string[], tries: number): Promise<unknown> {
+  function attempt(script: Script, keys: readonly string[], args: string[], tries: number): Promise<unknown> {
     const byFunction = functions;
     let call: Promise<unknown>;
     try {
@@ -156,7 +161,7 @@ export function createScriptCalls(
   async function recover(
     error: unknown,
     script: Script,
-    keys: string[],
+    keys: readonly string[],
     args: string[],
     tries: number,
     byFunction: boolean,
@@ -174,12 +179,12 @@ export function createScriptCalls(
     }
   }
 
-  function run(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  function run(script: Script, keys: readonly string[], args: string[]): Promise<unknown> {
     if (readiness.ready) return attempt(script, keys, args, 0);
     return readiness.beforeCall().then(() => attempt(script, keys, args, 0));
   }
 
-  function runReadOnly(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  function runReadOnly(script: Script, keys: readonly string[], args: string[]): Promise<unknown> {
     let view = readOnlyViews.get(script);
     if (view === undefined) {
       view = { ...script, functionName: script.readOnlyFunctionName };
