@@ -32,10 +32,18 @@ const SEND_EARLY_AT = 32;
  */
 export const MAX_BATCH_KEYS = 4096;
 
-/** The checks queued for one call, and their keys' count. */
+/**
+ * The checks queued for one script on one slot, and their keys' count. Kept from turn to turn
+ * (at most one per script and slot), so a turn's checks allocate no queue or map entry.
+ */
 interface Queue {
-  readonly checks: Pending[];
+  readonly shard: number;
+  /** The clock the queued checks read (one batch runs at one time). */
+  now: string;
+  checks: Pending[];
   keys: number;
+  /** Listed for the end of this turn. */
+  due: boolean;
 }
 
 interface Pending {
@@ -119,56 +127,62 @@ export function createBatcher(
   shardOf: ((head: string) => number) | undefined,
   runReadOnly?: Run,
 ): Batcher {
-  // By script, then by shard (and clock): a batch runs one script, on one node, at one time (the
-  // server's TIME, or one reading of an injected clock). Looked up by object and by number
-  // where it can be: a string id built per check cost a fresh hash per lookup.
-  const queues = new Map<Script, Map<number | string, Queue>>();
+  // By script, then by shard: a batch runs one script, on one node. Looked up by object and by
+  // number: a string id built per check cost a fresh hash per lookup.
+  const queues = new Map<Script, Map<number, Queue>>();
+  /** Queues with checks left for the end of this turn. */
+  const due: Queue[] = [];
   let scheduled = false;
-  // Calls sent and not yet answered, by the same id as the queues (slot, and clock); an id is
-  // deleted when its last call is answered, so the map holds only ids with calls in flight.
-  const inFlight = new Map<number | string, number>();
+  // Calls sent and not yet answered, by shard. A count of 0 stays: a deleted entry would be
+  // allocated again by the next call (shards are at most 16,384).
+  const inFlight = new Map<number, number>();
 
   function flush(): void {
     scheduled = false;
-    // Deleted one by one as they are sent, not with clear() afterwards: V8 keeps a cleared
-    // table alive for its iterators, which costs GC time on every flush.
-    for (const [script, byShard] of queues) {
-      queues.delete(script);
-      for (const [id, queue] of byShard) sendAll(queue.checks, id);
+    for (const queue of due) {
+      queue.due = false;
+      if (queue.checks.length > 0) sendAll(take(queue), queue.shard);
     }
+    due.length = 0;
+  }
+
+  /** Empties a queue, returning the checks it held. */
+  function take(queue: Queue): Pending[] {
+    const checks = queue.checks;
+    queue.checks = [];
+    queue.keys = 0;
+    return checks;
   }
 
   /**
    * Sends a queue left at the end of the turn (fewer than SEND_EARLY_AT): two calls from
-   * SPLIT_FROM on, unless a call of its id is still in flight.
+   * SPLIT_FROM on, unless a call of its shard is still in flight.
    */
-  function sendAll(queue: Pending[], id: number | string): void {
-    if (queue.length < SPLIT_FROM || inFlight.has(id)) {
-      send(queue, id);
+  function sendAll(queue: Pending[], shard: number): void {
+    if (queue.length < SPLIT_FROM || (inFlight.get(shard) as number) > 0) {
+      send(queue, shard);
       return;
     }
     const half = Math.ceil(queue.length / 2);
-    send(queue.slice(0, half), id);
-    send(queue.slice(half), id);
+    send(queue.slice(0, half), shard);
+    send(queue.slice(half), shard);
   }
 
-  function landed(id: number | string): void {
-    const calls = (inFlight.get(id) ?? 1) - 1;
-    if (calls === 0) inFlight.delete(id);
-    else inFlight.set(id, calls);
+  function landed(shard: number): void {
+    inFlight.set(shard, (inFlight.get(shard) as number) - 1);
   }
 
-  function send(batch: Pending[], id: number | string): void {
-    inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+  function send(batch: Pending[], shard: number): void {
+    inFlight.set(shard, (inFlight.get(shard) ?? 0) + 1);
     const first = batch[0] as Pending;
     const { keys, args } = callOf(batch, false);
     run(first.script, keys, args).then(
       (reply) => {
-        landed(id);
+        landed(shard);
         deliver(batch, reply);
       },
       (error: unknown) => {
-        landed(id);
+        landed(shard);
         if (runReadOnly === undefined || !isOutOfMemoryError(error)) {
           for (const pending of batch) pending.reject(error);
           return;
@@ -186,7 +200,13 @@ export function createBatcher(
   }
 
   /** A batch's KEYS and ARGV (see the 'b' mode in script.ts); with `peeks`, every check as a peek. */
-  function callOf(batch: readonly Pending[], peeks: boolean): { keys: string[]; args: string[] } {
+  function callOf(batch: readonly Pending[], peeks: boolean): { keys: readonly string[]; args: string[] } {
+    if (batch.length === 1) {
+      // A lone check (one in flight): its own keys and rule set, without the numbering below.
+      const only = batch[0] as Pending;
+      const check = `${peeks ? 'p' : only.mode}:${only.cost}:1:${only.seen}`;
+      return { keys: only.keys, args: ['b', '1', only.now, '1', only.ruleSet, check] };
+    }
     const keys: string[] = [];
     // Each distinct rule set once, then one argument per check.
     const setNumbers = new Map<string, number>();
@@ -212,23 +232,26 @@ export function createBatcher(
     enqueue(check) {
       return new Promise((resolve, reject) => {
         const shard = shardOf === undefined ? 0 : shardOf(check.head);
-        // The clock is '-1' (the server's TIME) but in tests and simulations.
-        const id = check.now === '-1' ? shard : `${shard}:${check.now}`;
         let byShard = queues.get(check.script);
         if (byShard === undefined) {
           byShard = new Map();
           queues.set(check.script, byShard);
         }
-        let queue = byShard.get(id);
-        if (queue !== undefined && queue.keys + check.keys.length > MAX_BATCH_KEYS) {
-          byShard.delete(id);
-          send(queue.checks, id);
-          queue = undefined;
-        }
+        let queue = byShard.get(shard);
         if (queue === undefined) {
-          queue = { checks: [], keys: 0 };
-          byShard.set(id, queue);
+          queue = { shard, now: check.now, checks: [], keys: 0, due: false };
+          byShard.set(shard, queue);
         }
+        // The clock is '-1' (the server's TIME) but in tests and simulations, where a check that
+        // read another time than the queued ones, or would take the queue past MAX_BATCH_KEYS,
+        // starts the next call.
+        if (
+          queue.checks.length > 0 &&
+          (queue.now !== check.now || queue.keys + check.keys.length > MAX_BATCH_KEYS)
+        ) {
+          send(take(queue), shard);
+        }
+        queue.now = check.now;
         queue.keys += check.keys.length;
         // Field by field: spreads are slow on this path.
         queue.checks.push({
@@ -243,14 +266,17 @@ export function createBatcher(
           reject,
         });
         if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
-          byShard.delete(id);
-          send(queue.checks, id);
-        } else if (!scheduled) {
-          scheduled = true;
-          // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests
-          // from many connections arrive in separate callbacks of one turn, and all join this
-          // batch (nextTick would batch only the checks of one callback).
-          setImmediate(flush);
+          send(take(queue), shard);
+        } else if (!queue.due) {
+          queue.due = true;
+          due.push(queue);
+          if (!scheduled) {
+            scheduled = true;
+            // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests
+            // from many connections arrive in separate callbacks of one turn, and all join this
+            // batch (nextTick would batch only the checks of one callback).
+            setImmediate(flush);
+          }
         }
       });
     },

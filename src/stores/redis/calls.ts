@@ -22,7 +22,7 @@ import type { Readiness } from './ready.js';
 import type { Script } from './script.js';
 
 /** Sends one call of a script (KEYS, ARGV) and resolves with its reply. */
-export type Run = (script: Script, keys: string[], args: string[]) => Promise<unknown>;
+export type Run = (script: Script, keys: readonly string[], args: string[]) => Promise<unknown>;
 
 export interface ScriptCalls {
   run: Run;
@@ -40,9 +40,6 @@ export interface ScriptCalls {
  */
 const TRYAGAIN_RETRIES = 5;
 const TRYAGAIN_FIRST_DELAY_MS = 10;
-
-/** A function call that did not run (no function, or none allowed): go by EVALSHA. */
-const NOT_RUN: unique symbol = Symbol('floodgate.notRun');
 
 /** Each script as seen through its library's no-writes function (see runReadOnly). */
 const readOnlyViews = new WeakMap<Script, Script>();
@@ -83,43 +80,31 @@ export function createScriptCalls(
     return load;
   }
 
-  /**
-   * FCALL, loading the library where it is missing. Resolves NOT_RUN when the function could not
-   * be called (nothing ran): the caller then goes by EVALSHA.
-   */
-  async function callFunction(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    const fcall = runner.fcall as NonNullable<ScriptRunner['fcall']>;
-    for (let loaded = false; ; loaded = true) {
-      try {
-        return await fcall(script.functionName, keys, args);
-      } catch (error) {
-        if (isFunctionsUnavailableError(error)) {
-          functions = false;
-          return NOT_RUN;
-        }
-        if (!isFunctionMissingError(error)) throw error;
-      }
-      // Loaded and still missing: the key's node was not among the masters the client knew.
-      if (loaded || !(await loadLibrary(script))) return NOT_RUN;
-    }
-  }
-
   /** EVALSHA, and the whole script only on NOSCRIPT (one send shared by the calls that met it). */
-  async function evalBySha(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  async function evalBySha(script: Script, keys: readonly string[], args: string[]): Promise<unknown> {
     try {
       return await runner.evalSha(script.sha, keys, args);
     } catch (error) {
-      if (!isNoScriptError(error)) throw error;
+      return afterNoScript(error, script, keys, args);
     }
-    // NOSCRIPT means the script never ran: running it again cannot count a request twice.
+  }
+
+  /** After a failed EVALSHA: NOSCRIPT means the script never ran, so it can be sent again. */
+  async function afterNoScript(
+    error: unknown,
+    script: Script,
+    keys: readonly string[],
+    args: string[],
+  ): Promise<unknown> {
+    if (!isNoScriptError(error)) throw error;
     const inFlight = sending.get(script.sha);
     if (inFlight !== undefined) {
       await inFlight.catch(() => undefined);
       try {
         return await runner.evalSha(script.sha, keys, args);
-      } catch (error) {
+      } catch (again) {
         // Another cluster node may still lack it: send it in full below.
-        if (!isNoScriptError(error)) throw error;
+        if (!isNoScriptError(again)) throw again;
       }
     }
     const send = runner.eval(script.text, keys, args);
@@ -131,29 +116,75 @@ export function createScriptCalls(
     }
   }
 
-  async function runOnce(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    if (functions) {
-      const reply = await callFunction(script, keys, args);
-      if (reply !== NOT_RUN) return reply;
+  /** After a failed FCALL: EVALSHA where functions cannot be used, or after loading a missing library. */
+  async function afterFunctionFailed(
+    error: unknown,
+    script: Script,
+    keys: readonly string[],
+    args: string[],
+  ): Promise<unknown> {
+    if (isFunctionsUnavailableError(error)) {
+      functions = false;
+      return evalBySha(script, keys, args);
+    }
+    if (!isFunctionMissingError(error)) throw error;
+    if (await loadLibrary(script)) {
+      try {
+        return await (runner.fcall as NonNullable<ScriptRunner['fcall']>)(script.functionName, keys, args);
+      } catch (again) {
+        if (isFunctionsUnavailableError(again)) functions = false;
+        // Loaded and still missing: the key's node was not among the masters the client knew.
+        else if (!isFunctionMissingError(again)) throw again;
+      }
     }
     return evalBySha(script, keys, args);
   }
 
-  async function run(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    if (!readiness.ready) await readiness.beforeCall();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await runOnce(script, keys, args);
-      } catch (error) {
-        if (runner.closed?.() === true) throw new StoreClosedError('redis', error);
-        // TRYAGAIN also means the script never ran, so running it again cannot double count.
-        if (!isTryAgainError(error) || attempt >= TRYAGAIN_RETRIES) throw error;
-        await sleep(TRYAGAIN_FIRST_DELAY_MS * 2 ** attempt);
-      }
+  /**
+   * One call: FCALL while functions are in use, else EVALSHA, with one promise of its own; only a
+   * failure goes through the async recovery (reloads, TRYAGAIN pauses), which this call seldom needs.
+   */
+  function attempt(script: Script, keys: readonly string[], args: string[], tries: number): Promise<unknown> {
+    const byFunction = functions;
+    let call: Promise<unknown>;
+    try {
+      const sent = byFunction
+        ? (runner.fcall as NonNullable<ScriptRunner['fcall']>)(script.functionName, keys, args)
+        : runner.evalSha(script.sha, keys, args);
+      call = sent instanceof Promise ? sent : Promise.resolve(sent);
+    } catch (error) {
+      call = Promise.reject(error);
+    }
+    return call.then(undefined, (error: unknown) => recover(error, script, keys, args, tries, byFunction));
+  }
+
+  async function recover(
+    error: unknown,
+    script: Script,
+    keys: readonly string[],
+    args: string[],
+    tries: number,
+    byFunction: boolean,
+  ): Promise<unknown> {
+    try {
+      return await (byFunction
+        ? afterFunctionFailed(error, script, keys, args)
+        : afterNoScript(error, script, keys, args));
+    } catch (failure) {
+      if (runner.closed?.() === true) throw new StoreClosedError('redis', failure);
+      // TRYAGAIN also means the script never ran, so running it again cannot double count.
+      if (!isTryAgainError(failure) || tries >= TRYAGAIN_RETRIES) throw failure;
+      await sleep(TRYAGAIN_FIRST_DELAY_MS * 2 ** tries);
+      return attempt(script, keys, args, tries + 1);
     }
   }
 
-  function runReadOnly(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  function run(script: Script, keys: readonly string[], args: string[]): Promise<unknown> {
+    if (readiness.ready) return attempt(script, keys, args, 0);
+    return readiness.beforeCall().then(() => attempt(script, keys, args, 0));
+  }
+
+  function runReadOnly(script: Script, keys: readonly string[], args: string[]): Promise<unknown> {
     let view = readOnlyViews.get(script);
     if (view === undefined) {
       view = { ...script, functionName: script.readOnlyFunctionName };

@@ -185,6 +185,26 @@ describe('when checks are sent', () => {
     for (const reply of replies) expect(reply).toEqual([1, 9, 0, 0, 1000, 0]);
   });
 
+  it('a check that read another clock than the queued ones starts the next call; a lone check carries its own keys', async () => {
+    const sent: { keys: readonly string[]; args: string[] }[] = [];
+    const batcher = createBatcher(async (_script, keys, args) => {
+      sent.push({ keys, args });
+      return Array.from({ length: Number(args[1]) }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
+    }, undefined);
+    const at = (i: number, now: string) => ({ ...check(i), now });
+    const replies = await Promise.all([
+      batcher.enqueue(at(0, '1000')),
+      batcher.enqueue(at(1, '1000')),
+      batcher.enqueue(at(2, '1001')),
+    ]);
+    expect(replies).toHaveLength(3);
+    expect(sent.map((call) => call.args)).toEqual([
+      ['b', '2', '1000', '1', '1,10,1000,10', 'c:1:1:', 'c:1:1:'],
+      ['b', '1', '1001', '1', '1,10,1000,10', 'c:1:1:'],
+    ]);
+    expect(sent[1]?.keys).toEqual(['fg:{k2}:override', 'fg:{k2}:r:fw']);
+  });
+
   it('from 8 on, a queue left at the end of a turn goes in two calls only while no call of its slot is in flight', async () => {
     const sent: string[] = [];
     const answers: (() => void)[] = [];
