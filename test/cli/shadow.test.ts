@@ -11,44 +11,75 @@ import { type RunningCli, startCli } from './support/cli.js';
 import { freePort } from './support/ports.js';
 
 let dir: string;
-let cli: RunningCli;
-let url: string;
-let admin: string;
+const started: RunningCli[] = [];
+
+async function startGateway(args: string[]): Promise<{ url: string; admin: string }> {
+  const adminPort = String(await freePort());
+  const cli = startCli(['serve', '--port', '0', '--admin-port', adminPort, ...args]);
+  started.push(cli);
+  const listening = await cli.waitForLog((line) => line.event === 'listening', 45_000);
+  return { url: listening.url as string, admin: listening.admin as string };
+}
+
+/** A counter's value for the series whose labels include `labels`, 0 when absent. */
+function metric(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
+      return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return 0;
+}
+
+/** Sends `count` requests in turn; returns their statuses, checking no header announces `hidden`. */
+async function statusesOf(url: string, count: number, hidden: string): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const response = await fetch(`${url}/`);
+    statuses.push(response.status);
+    expect(response.headers.get('ratelimit-policy') ?? '').not.toContain(hidden);
+    await response.arrayBuffer();
+  }
+  return statuses;
+}
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'floodgate-shadow-'));
+});
+
+afterAll(async () => {
+  for (const cli of started) cli.kill();
+  await Promise.all(started.map((cli) => cli.exited));
+  await rm(dir, { recursive: true, force: true });
+});
+
+it('a shadow rule over its limit never denies, is counted in metrics, and leaves the enforced rule unchanged', async () => {
   const config = join(dir, 'shadow.yaml');
   await writeFile(
     config,
     'rules:\n  - { name: minute, limit: 5/1m }\n  - { name: trial, limit: 2/1m, shadow: true }\n',
   );
-  const adminPort = String(await freePort());
-  cli = startCli(['serve', '--port', '0', '--admin-port', adminPort, '--config', config]);
-  const listening = await cli.waitForLog((line) => line.event === 'listening', 45_000);
-  url = listening.url as string;
-  admin = listening.admin as string;
-});
-
-afterAll(async () => {
-  cli?.kill();
-  await cli?.exited;
-  await rm(dir, { recursive: true, force: true });
-});
-
-it('a shadow rule over its limit never denies, is counted in metrics, and leaves the enforced rule unchanged', async () => {
-  const statuses: number[] = [];
-  for (let i = 0; i < 7; i++) {
-    const response = await fetch(`${url}/`);
-    statuses.push(response.status);
-    expect(response.headers.get('ratelimit-policy') ?? '').not.toContain('trial');
-    await response.arrayBuffer();
-  }
+  const { url, admin } = await startGateway(['--config', config]);
   // The enforced limit of 5 alone decides; the shadow rule's limit of 2 is never sent as a 429.
-  expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
+  expect(await statusesOf(url, 7, 'trial')).toEqual([200, 200, 200, 200, 200, 429, 429]);
   const metrics = await (await fetch(`${admin}/metrics`)).text();
-  const line = metrics.split('\n').find((each) => each.startsWith('floodgate_shadow_denied_total{'));
-  expect(line).toMatch(/rule="trial"/);
   // Requests 3 to 5 were allowed by the enforced rule and would have been denied by the shadow
   // one; 6 and 7 were denied by the enforced rule, and the shadow rule still counts them.
-  expect(Number(line?.slice(line.lastIndexOf(' ') + 1))).toBe(5);
+  expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'default', rule: 'trial' })).toBe(5);
+});
+
+it('--shadow makes every rule a shadow rule: nothing is denied, every would-be denial is counted', async () => {
+  const { url, admin } = await startGateway(['--limit', '2/1m', '--shadow']);
+  const statuses = [];
+  for (let i = 0; i < 4; i++) {
+    const response = await fetch(`${url}/`);
+    statuses.push(response.status);
+    // Nothing is enforced, so nothing is announced.
+    expect(response.headers.get('ratelimit-limit')).toBeNull();
+    await response.arrayBuffer();
+  }
+  expect(statuses).toEqual([200, 200, 200, 200]);
+  const metrics = await (await fetch(`${admin}/metrics`)).text();
+  expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'default' })).toBe(2);
+  expect(metric(metrics, 'floodgate_decisions_total', { outcome: 'denied' })).toBe(0);
 });
