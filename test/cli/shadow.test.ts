@@ -83,3 +83,22 @@ it('--shadow makes every rule a shadow rule: nothing is denied, every would-be d
   expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'default' })).toBe(2);
   expect(metric(metrics, 'floodgate_decisions_total', { outcome: 'denied' })).toBe(0);
 });
+
+it("a route's shadow: true makes its own rules shadow rules; the plan's rules still apply", async () => {
+  const config = join(dir, 'route.yaml');
+  await writeFile(
+    config,
+    'rules: [3/1m]\nroutes:\n  - { name: beta, path: /beta, limit: 1/1m, shadow: true }\n',
+  );
+  const { url, admin } = await startGateway(['--config', config]);
+  const statuses = [];
+  for (let i = 0; i < 4; i++) {
+    const response = await fetch(`${url}/beta`);
+    // The demo upstream has no /beta (404): what matters is whether the gateway answered 429.
+    statuses.push(response.status === 429 ? 'limited' : 'forwarded');
+    await response.arrayBuffer();
+  }
+  expect(statuses).toEqual(['forwarded', 'forwarded', 'forwarded', 'limited']);
+  const metrics = await (await fetch(`${admin}/metrics`)).text();
+  expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'beta' })).toBe(3);
+});

@@ -70,6 +70,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       'plans',
       'inherit',
       'caseSensitive',
+      'shadow',
     ]);
     const path = parsePath(fields.path, `${where}.path`);
     const methods = parseMethods(fields.method, `${where}.method`);
@@ -83,9 +84,17 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       fields.caseSensitive === undefined ? false : booleanAt(fields.caseSensitive, `${where}.caseSensitive`);
     const cost =
       fields.cost === undefined ? 1 : integerAt(fields.cost, `${where}.cost`, 1, Number.MAX_SAFE_INTEGER);
-    const ownFields = ['limit', 'window', 'algorithm', 'burst', 'rules', 'plans', 'inherit', 'cost'].filter(
-      (field) => fields[field] !== undefined,
-    );
+    const ownFields = [
+      'limit',
+      'window',
+      'algorithm',
+      'burst',
+      'rules',
+      'plans',
+      'inherit',
+      'cost',
+      'shadow',
+    ].filter((field) => fields[field] !== undefined);
     if (skip && ownFields.length > 0) fail(`${where}.${ownFields[0]}`, 'a skipped route takes no limits');
     if (fields.rules !== undefined && fields.limit !== undefined) {
       fail(`${where}.limit`, 'give either limit (one rule) or rules (a list), not both');
@@ -97,15 +106,20 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       );
     }
     const inherit = fields.inherit === undefined ? true : booleanAt(fields.inherit, `${where}.inherit`);
+    // A shadow route's own rules are evaluated and counted, never enforced; inherited plan rules
+    // are shared with other routes and keep their own setting.
+    const shadow = fields.shadow === undefined ? false : booleanAt(fields.shadow, `${where}.shadow`);
+    const shadowed = (rules: RuleOptions[]) =>
+      shadow ? rules.map((rule) => ({ ...rule, shadow: true })) : rules;
     let own: RuleOptions[] = [];
     if (fields.limit !== undefined) {
       const rule: Fields = { limit: fields.limit };
       if (fields.window !== undefined) rule.window = fields.window;
       if (fields.algorithm !== undefined) rule.algorithm = fields.algorithm;
       if (fields.burst !== undefined) rule.burst = fields.burst;
-      own = parseRuleList(rule, where, name);
+      own = shadowed(parseRuleList(rule, where, name));
     } else if (fields.rules !== undefined) {
-      own = parseRuleList(fields.rules, `${where}.rules`, name);
+      own = shadowed(parseRuleList(fields.rules, `${where}.rules`, name));
     }
     const perPlan = new Map<string, RuleOptions[]>();
     const planFields =
@@ -114,7 +128,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       const extra =
         planFields[plan] === undefined
           ? []
-          : parseRuleList(planFields[plan], join(`${where}.plans`, plan), name);
+          : shadowed(parseRuleList(planFields[plan], join(`${where}.plans`, plan), name));
       const combined = [...own, ...extra, ...(inherit ? planRules : [])];
       if (combined.length === 0)
         fail(where, `no rules for plan '${plan}': give limit, rules or plans, or inherit: true`);
