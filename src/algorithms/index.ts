@@ -1,4 +1,5 @@
 /** The registry of algorithms, by public name and by Lua dispatch code. */
+import { concurrency } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
 import { slidingLog } from './sliding-log.js';
@@ -15,6 +16,7 @@ export const ALGORITHMS: Readonly<Record<AlgorithmName, AnyAlgorithm>> = {
   'sliding-window': slidingWindow,
   'token-bucket': tokenBucket,
   gcra,
+  concurrency,
 };
 
 export const ALGORITHM_NAMES = Object.keys(ALGORITHMS) as AlgorithmName[];
@@ -26,5 +28,6 @@ export type {
   Evaluation,
   Settlement,
   SettleResult,
+  SlotChange,
 } from './types.js';
 export { adjust, NEVER } from './types.js';

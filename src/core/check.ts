@@ -16,7 +16,7 @@ import { encodeKey, headOf, MAX_ENCODED_KEY } from './key-encoding.js';
 import { answerLocally } from './local-answers.js';
 import { type KnownOverride, type OverrideCache, resolveOverride } from './overrides.js';
 import type { Plans, RuleSet } from './plans.js';
-import type { Tickets } from './settle.js';
+import type { Ticket, Tickets } from './settle.js';
 import type { CheckOptions, Degraded, ResolvedRule } from './types.js';
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
@@ -32,6 +32,8 @@ export interface CheckContext {
   readonly denyCache: DenyCache | undefined;
   readonly overrides: OverrideCache;
   readonly tickets: Tickets;
+  /** Told of every admitted check whose rules hold slots, so `close` can release them. */
+  readonly holding: (ticket: Ticket) => void;
   readonly clock: () => number;
   /** Whether `onStoreError` is a fallback store (then reservations made there can be settled). */
   readonly fallbackStore: boolean;
@@ -76,6 +78,7 @@ export function createChecks(context: CheckContext): Checks {
     denyCache,
     overrides,
     tickets,
+    holding,
     clock,
     fallbackStore,
     invalidOverride,
@@ -137,20 +140,21 @@ export function createChecks(context: CheckContext): Checks {
     return known;
   }
 
-  /** The decision for a store's numbers, with the ticket a later settle needs. */
+  /** The decision for a store's numbers, with the ticket a later settle (or release) needs. */
   function conclude(
     keyHeadValue: string,
     rules: readonly ResolvedRule[],
     raw: ArrayLike<number>,
     cost: number,
     degraded: Degraded,
-    plan: string | undefined,
+    set: RuleSet,
     consume: boolean,
   ): Decision {
-    const decision = decide(rules, raw, cost, degraded, plan);
+    const decision = decide(rules, raw, cost, degraded, set.plan);
     if (consume && decision.allowed) {
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
-      tickets.issue(decision, keyHeadValue, rules, cost, raw, where);
+      const ticket = tickets.issue(decision, keyHeadValue, rules, cost, raw, where);
+      if (set.holdsSlots && where !== undefined) holding(ticket);
     }
     return decision;
   }
@@ -169,7 +173,7 @@ export function createChecks(context: CheckContext): Checks {
       if (store.local !== true || (overrides.size > 0 && overrides.get(keyHeadValue) !== undefined)) {
         return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
       }
-      const { rules, plan } = planned;
+      const { rules } = planned;
       const raw =
         evaluateCached === undefined
           ? store.evaluate(keyHeadValue, rules, cost, consume, '')
@@ -178,11 +182,11 @@ export function createChecks(context: CheckContext): Checks {
         return raw.then((values) =>
           'overrideChanged' in values
             ? evaluateThroughCaller(key, keyHeadValue, cost, planned, consume)
-            : conclude(keyHeadValue, rules, values, cost, false, plan, consume),
+            : conclude(keyHeadValue, rules, values, cost, false, planned, consume),
         );
       }
       if ('overrideChanged' in raw) return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
-      return Promise.resolve(conclude(keyHeadValue, rules, raw, cost, false, plan, consume));
+      return Promise.resolve(conclude(keyHeadValue, rules, raw, cost, false, planned, consume));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -211,8 +215,9 @@ export function createChecks(context: CheckContext): Checks {
       const seen = attempt <= OVERRIDE_ATTEMPTS ? (known?.value ?? '') : undefined;
       const set = known?.set ?? planned;
       const rules = known?.block === true ? NO_RULES : set.rules;
-      // Keys with an override skip the deny cache, so clearing a block is seen at once.
-      const cacheKey = known === undefined ? denyKey(keyHeadValue, set.plan) : undefined;
+      // Keys with an override skip the deny cache, so clearing a block is seen at once; so do
+      // slot rules, whose slots usually come back (released) long before their retry time.
+      const cacheKey = known === undefined && !set.holdsSlots ? denyKey(keyHeadValue, set.plan) : undefined;
       // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
       if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
         const cached = denyCache.get(cacheKey, cost, clock());
@@ -228,7 +233,7 @@ export function createChecks(context: CheckContext): Checks {
         known.expiresAt = remaining < 0 ? undefined : clock() + remaining;
       }
       if (known?.block === true) return blocked(known, degraded);
-      const decision = conclude(keyHeadValue, rules, raw, cost, degraded, set.plan, consume);
+      const decision = conclude(keyHeadValue, rules, raw, cost, degraded, set, consume);
       if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
         denyCache.remember(cacheKey, cost, decision, clock());
       }

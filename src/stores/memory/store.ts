@@ -4,6 +4,7 @@
  * states a second past their expiry are reclaimed as new checks arrive (no timer per key). Overrides (few, set by
  * operators) live in a map of their own, outside that bound.
  */
+import type { SettleResult } from '../../algorithms/index.js';
 import { RAW_FIELDS } from '../../core/decision.js';
 import { keyHead, splitHead } from '../../core/key-encoding.js';
 import { createLru, type LruEntry } from '../../core/lru.js';
@@ -378,6 +379,33 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     return raw;
   }
 
+  /** Applies `step` to each rule's live state under `head`, storing or deleting what it returns. */
+  function change(
+    head: string,
+    rules: readonly ResolvedRule[],
+    step: (rule: ResolvedRule, state: unknown, now: number, index: number) => SettleResult<unknown>,
+  ): void {
+    const now = clock();
+    const { prefix, encoded } = splitHead(head);
+    let first = chains.get(encoded);
+    let last = lastOf(first);
+    const slots = slotsOf(first, prefix, rules);
+    const doomed = new Set<Slot>();
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i] as ResolvedRule;
+      const slot = slots[i];
+      const result = step(rule, liveState(slot, now), now, i);
+      if (result === 'delete') {
+        if (slot !== undefined) doomed.add(slot);
+      } else if (result !== undefined) {
+        first = write(encoded, first, slot, prefix, rule.keyTail, result.state, now + result.ttlMs, last);
+        if (slot === undefined) last = last === undefined ? first : (last.next as Slot);
+      }
+    }
+    if (first !== undefined && doomed.size > 0) removeSlots(encoded, first, doomed);
+    reclaim(now);
+  }
+
   const store: Store & { readonly size: number } = {
     kind: 'memory',
     local: true,
@@ -397,26 +425,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       return raw;
     },
     async settle(head, rules, reserved, actual, tokens) {
-      const now = clock();
-      const { prefix, encoded } = splitHead(head);
-      let first = chains.get(encoded);
-      let last = lastOf(first);
-      const slots = slotsOf(first, prefix, rules);
-      const doomed = new Set<Slot>();
-      for (let i = 0; i < rules.length; i++) {
-        const rule = rules[i] as ResolvedRule;
-        const slot = slots[i];
-        const settlement = { token: tokens[i] as number, reserved, actual };
-        const result = rule.algorithm.settle(liveState(slot, now), now, settlement, rule);
-        if (result === 'delete') {
-          if (slot !== undefined) doomed.add(slot);
-        } else if (result !== undefined) {
-          first = write(encoded, first, slot, prefix, rule.keyTail, result.state, now + result.ttlMs, last);
-          if (slot === undefined) last = last === undefined ? first : (last.next as Slot);
-        }
-      }
-      if (first !== undefined && doomed.size > 0) removeSlots(encoded, first, doomed);
-      reclaim(now);
+      change(head, rules, (rule, state, now, i) =>
+        rule.algorithm.settle(state, now, { token: tokens[i] as number, reserved, actual }, rule),
+      );
+    },
+    async slots(head, rules, _cost, tokens, action) {
+      let touched = 0;
+      change(head, rules, (rule, state, now, i) => {
+        const change = rule.algorithm.slots?.[action](state, now, tokens[i] as number, rule);
+        touched += change?.slots ?? 0;
+        return change?.result;
+      });
+      return touched;
     },
     async reset(head, rules) {
       const { prefix, encoded } = splitHead(head);

@@ -245,6 +245,21 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   }
 
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
+
+  /** A call about an admitted request ('s' settle, 'f' release, 'n' renew), given its rules' tokens. */
+  function afterCheck(
+    mode: 's' | 'f' | 'n',
+    head: string,
+    rules: readonly ResolvedRule[],
+    reserved: number,
+    actual: number,
+    tokens: readonly number[],
+  ): Promise<unknown> {
+    const perRule = rules.flatMap((rule, i) => ruleArgs(rule, tokens[i] as number));
+    const args = [mode, String(reserved), now(), String(actual), String(rules.length), ...perRule];
+    const described = describeRules(rules);
+    return run(described.script, ruleKeys(head, described.suffixes), args);
+  }
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
   const batcher = createBatcher(run, shardOf, runReadOnly);
   // Read once, when first asked (a limiter asks as it is created): see memory-policy.ts.
@@ -279,10 +294,10 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       return reply as number[];
     },
     async settle(head, rules, reserved, actual, tokens) {
-      const perRule = rules.flatMap((rule, i) => ruleArgs(rule, tokens[i] as number));
-      const args = ['s', String(reserved), now(), String(actual), String(rules.length), ...perRule];
-      const described = describeRules(rules);
-      await run(described.script, ruleKeys(head, described.suffixes), args);
+      await afterCheck('s', head, rules, reserved, actual, tokens);
+    },
+    async slots(head, rules, cost, tokens, action) {
+      return Number(await afterCheck(action === 'release' ? 'f' : 'n', head, rules, cost, 0, tokens));
     },
     inspect() {
       // Once connected (a limiter is often created before its client is), never forcing a lazy client to connect.
