@@ -27,9 +27,13 @@ export interface RuleDecision {
   resetMs: number;
   /**
    * 0 when allowed; otherwise milliseconds until the same request (same cost) would be allowed,
-   * or `Infinity` when its cost exceeds the rule's capacity and it can never be allowed.
+   * or `Infinity` when its cost exceeds the rule's capacity and it can never be allowed. For a
+   * concurrency rule: until enough slots are certain to be free because their leases run out;
+   * slots given back by `release` free up sooner.
    */
   retryAfterMs: number;
+  /** Concurrency rules only: slots in use after this decision (`limit − remaining`). */
+  inFlight?: number;
 }
 
 /**
@@ -111,6 +115,7 @@ function viewOf(
     retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
   };
   if (rule.capacity !== rule.limit) view.quota = rule.limit;
+  if (rule.algorithm.slots !== undefined) view.inFlight = rule.capacity - view.remaining;
   return view;
 }
 
@@ -131,6 +136,7 @@ class CheckedDecision implements Decision {
   degraded: Degraded;
   declare plan?: string;
   declare quota?: number;
+  declare inFlight?: number;
   #ticket: unknown;
 
   constructor(binding: RuleDecision, allowed: boolean, rules: RuleDecision[], degraded: Degraded) {
@@ -142,6 +148,7 @@ class CheckedDecision implements Decision {
     this.resetMs = binding.resetMs;
     this.retryAfterMs = binding.retryAfterMs;
     if (binding.quota !== undefined) this.quota = binding.quota;
+    if (binding.inFlight !== undefined) this.inFlight = binding.inFlight;
     this.rules = rules;
     this.degraded = degraded;
   }

@@ -28,7 +28,14 @@ import type {
 } from 'fastify';
 import type { Decision } from '../core/decision.js';
 import { describe } from '../describe.js';
-import { createGuard, type Guard, moreRestrictive, nodeHeader, problemBody } from './guard.js';
+import {
+  createGuard,
+  type Guard,
+  holdUntilClosed,
+  moreRestrictive,
+  nodeHeader,
+  problemBody,
+} from './guard.js';
 import type { HeaderTarget } from './headers.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions, parseRequestOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
@@ -107,7 +114,10 @@ async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, 
   const decision = await guard.check(request);
   if (decision === undefined) return;
   request.rateLimit = moreRestrictive(request.rateLimit, decision);
-  if (guard.respond(decision, replyTarget(reply))) return;
+  if (guard.respond(decision, replyTarget(reply))) {
+    holdUntilClosed(guard, decision, reply.raw);
+    return;
+  }
   if (onLimited !== undefined) await onLimited(request, reply, decision);
   else reply.code(429).type(PROBLEM_CONTENT_TYPE).send(problemBody(decision));
   return reply;

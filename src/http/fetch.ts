@@ -21,6 +21,7 @@
 import type { Decision } from '../core/decision.js';
 import { createGuard, problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';
+import type { Unhold } from './hold.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
@@ -54,7 +55,9 @@ export interface FetchGuard {
   decisionFor(request: Request): Decision | undefined;
   /**
    * `response` with the rate-limit headers of `request`'s decision added (a copy when its
-   * headers are immutable, as for a `fetch()` result).
+   * headers are immutable, as for a `fetch()` result). With concurrency rules, the request's
+   * slots are held until this response's body has been sent or cancelled (or the request is
+   * aborted): pass every response of an allowed request through here.
    */
   withHeaders(request: Request, response: Response): Response;
 }
@@ -78,6 +81,8 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
   // The peer of each request being checked, read by `address` below during `check`.
   const peers = new WeakMap<Request, string | undefined>();
   const decisions = new WeakMap<Request, Decision>();
+  // Requests holding concurrency slots, until their response is done.
+  const holds = new WeakMap<Request, Unhold>();
   const guard = createGuard(resolved, {
     header: (request, name) => request.headers.get(name) ?? undefined,
     address: (request) =>
@@ -90,7 +95,14 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     if (decision === undefined) return null;
     decisions.set(request, decision);
     const headers = new Headers();
-    if (guard.respond(decision, headersTarget(headers))) return null;
+    if (guard.respond(decision, headersTarget(headers))) {
+      const unhold = guard.hold(decision);
+      if (unhold !== undefined) {
+        holds.set(request, unhold);
+        request.signal.addEventListener('abort', unhold, { once: true });
+      }
+      return null;
+    }
     if (onLimited === undefined) {
       headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
       return new Response(problemBody(decision), { status: 429, headers });
@@ -105,7 +117,9 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     withHeaders: function withHeaders(request: Request, response: Response) {
       const decision = decisions.get(request);
       if (decision === undefined) return response;
-      let target = response;
+      const unhold = holds.get(request);
+      holds.delete(request);
+      let target = unhold === undefined ? response : releasedWhenSent(response, unhold);
       try {
         // The first write throws if the headers are immutable, before anything is written.
         guard.respond(decision, headersTarget(target.headers));
@@ -116,6 +130,34 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
       return target;
     },
   });
+}
+
+/** A copy of `response` whose body calls `unhold` once it has been read to its end, failed or been cancelled. */
+function releasedWhenSent(response: Response, unhold: Unhold): Response {
+  const source = response.body;
+  if (source === null) {
+    unhold();
+    return response;
+  }
+  const reader = source.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (!done) return controller.enqueue(value);
+        unhold();
+        controller.close();
+      } catch (error) {
+        unhold();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      unhold();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, response);
 }
 
 /** Adds each header the response does not set itself; copies the response if its headers are immutable. */

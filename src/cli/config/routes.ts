@@ -17,7 +17,7 @@ import {
   oneOf,
   stringAt,
 } from './check.js';
-import { NAME, NAME_HINT, parseRuleList } from './rules.js';
+import { concurrencyRule, NAME, NAME_HINT, parseRuleList } from './rules.js';
 
 /** The methods a route may name; `*` (the default) means all of them. */
 export const METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
@@ -70,6 +70,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       'plans',
       'inherit',
       'caseSensitive',
+      'concurrency',
     ]);
     const path = parsePath(fields.path, `${where}.path`);
     const methods = parseMethods(fields.method, `${where}.method`);
@@ -83,9 +84,17 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       fields.caseSensitive === undefined ? false : booleanAt(fields.caseSensitive, `${where}.caseSensitive`);
     const cost =
       fields.cost === undefined ? 1 : integerAt(fields.cost, `${where}.cost`, 1, Number.MAX_SAFE_INTEGER);
-    const ownFields = ['limit', 'window', 'algorithm', 'burst', 'rules', 'plans', 'inherit', 'cost'].filter(
-      (field) => fields[field] !== undefined,
-    );
+    const ownFields = [
+      'limit',
+      'window',
+      'algorithm',
+      'burst',
+      'rules',
+      'plans',
+      'inherit',
+      'cost',
+      'concurrency',
+    ].filter((field) => fields[field] !== undefined);
     if (skip && ownFields.length > 0) fail(`${where}.${ownFields[0]}`, 'a skipped route takes no limits');
     if (fields.rules !== undefined && fields.limit !== undefined) {
       fail(`${where}.limit`, 'give either limit (one rule) or rules (a list), not both');
@@ -106,6 +115,9 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       own = parseRuleList(rule, where, name);
     } else if (fields.rules !== undefined) {
       own = parseRuleList(fields.rules, `${where}.rules`, name);
+    }
+    if (fields.concurrency !== undefined) {
+      own = [...own, concurrencyRule(fields.concurrency, `${where}.concurrency`, name)];
     }
     const perPlan = new Map<string, RuleOptions[]>();
     const planFields =

@@ -73,6 +73,7 @@ const TOP_FIELDS = [
   'trustProxy',
   'apiKeyHeader',
   'rules',
+  'concurrency',
   'tiers',
   'plans',
   'routes',

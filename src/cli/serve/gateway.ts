@@ -41,6 +41,8 @@ export interface Gateway {
 /** What the gateway attaches to each route's config, for logs and metrics. */
 interface RouteTag {
   route: string;
+  /** Units (and concurrency slots) a request of the route takes. */
+  cost: number;
 }
 
 const CATCH_ALL = '/*';
@@ -132,8 +134,21 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
         outcome: decision.allowed ? 'allowed' : 'denied',
       });
       if (decision.degraded) metrics.degraded.inc({ reason: decision.degraded });
+      if (decision.allowed) countSlots(request.raw, decision, tag?.cost ?? 1);
     },
   };
+
+  // Each request's response, so the slots its decision holds are counted until it closes.
+  const responses = new WeakMap<IncomingMessage, ServerResponse>();
+  function countSlots(req: IncomingMessage, decision: Decision, cost: number): void {
+    const rules = decision.rules.filter((view) => view.inFlight !== undefined).map((view) => view.rule);
+    const res = responses.get(req);
+    if (rules.length === 0 || res === undefined) return;
+    for (const rule of rules) metrics.slots.add(cost, { rule });
+    res.once('close', () => {
+      for (const rule of rules) metrics.slots.add(-cost, { rule });
+    });
+  }
 
   await app.register(async function limitedRoutes(scope) {
     await scope.register(floodgate, adapterOptions);
@@ -144,7 +159,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
       const options = {
         method: [...route.methods],
         ...routeMatching(route.path, route.caseSensitive, anyCaseSensitive),
-        config: { rateLimit, gateway: { route: route.name } satisfies RouteTag },
+        config: { rateLimit, gateway: { route: route.name, cost: route.cost } satisfies RouteTag },
         handler: handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
       } as RouteOptions;
       try {
@@ -167,6 +182,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
       }
       inFlight++;
       metrics.inFlight.add(1);
+      responses.set(req, res);
       res.once('close', () => {
         inFlight--;
         metrics.inFlight.add(-1);
