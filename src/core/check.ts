@@ -150,7 +150,7 @@ export function createChecks(context: CheckContext): Checks {
     set: RuleSet,
     consume: boolean,
   ): Decision {
-    const decision = decide(rules, raw, cost, degraded, set.plan);
+    const decision = decide(rules, raw, cost, degraded, set.plan, consume);
     if (consume && decision.allowed) {
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
       const ticket = tickets.issue(decision, keyHeadValue, rules, cost, raw, where);

@@ -32,7 +32,7 @@ export interface RuleDecision {
    * slots given back by `release` free up sooner.
    */
   retryAfterMs: number;
-  /** Concurrency rules only: slots in use after this decision (`limit − remaining`). */
+  /** Concurrency rules only: slots in use after this decision (a peek's own are not counted). */
   inFlight?: number;
 }
 
@@ -67,11 +67,12 @@ export function decide(
   cost: number,
   degraded: Degraded = false,
   plan?: string,
+  consume = true,
 ): Decision {
   let decision: Decision;
   if (rules.length === 1) {
     // The usual case, spared the search for the binding rule (and a holey array of views).
-    const only = viewOf(rules[0] as ResolvedRule, raw, 0, raw[0] === 1, cost);
+    const only = viewOf(rules[0] as ResolvedRule, raw, 0, raw[0] === 1, cost, consume);
     decision = withRules(only, only.allowed, [only], degraded);
   } else {
     let allowed = true;
@@ -79,7 +80,7 @@ export function decide(
     const views: RuleDecision[] = new Array(rules.length);
     let binding = 0;
     for (let i = 0; i < rules.length; i++) {
-      views[i] = viewOf(rules[i] as ResolvedRule, raw, i * RAW_FIELDS, allowed, cost);
+      views[i] = viewOf(rules[i] as ResolvedRule, raw, i * RAW_FIELDS, allowed, cost, consume);
       const current = views[binding] as RuleDecision;
       const candidate = views[i] as RuleDecision;
       if (allowed ? candidate.remaining < current.remaining : candidate.retryAfterMs > current.retryAfterMs)
@@ -94,13 +95,17 @@ export function decide(
   return decision;
 }
 
-/** One rule's view, from its RAW_FIELDS numbers at `at`; `allowed`: whether every rule allowed. */
+/**
+ * One rule's view, from its RAW_FIELDS numbers at `at`; `allowed`: whether every rule allowed;
+ * `consume`: a check (not a peek), which took its units if allowed.
+ */
 function viewOf(
   rule: ResolvedRule,
   raw: ArrayLike<number>,
   at: number,
   allowed: boolean,
   cost: number,
+  consume: boolean,
 ): RuleDecision {
   const ruleAllowed = raw[at] === 1;
   const retry = raw[at + 3] as number;
@@ -115,7 +120,10 @@ function viewOf(
     retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
   };
   if (rule.capacity !== rule.limit) view.quota = rule.limit;
-  if (rule.algorithm.slots !== undefined) view.inFlight = rule.capacity - view.remaining;
+  // Slots in use: those held before, plus this request's own if it took them.
+  if (rule.algorithm.slots !== undefined) {
+    view.inFlight = rule.capacity - (raw[at + 1] as number) + (allowed && consume ? cost : 0);
+  }
   return view;
 }
 
