@@ -115,6 +115,11 @@ export const concurrency: Algorithm<ConcurrencyState> = {
     return undefined;
   },
   slots: {
+    reset(state, now) {
+      if (state === undefined) return 'delete';
+      const ttlMs = ttlOf([], state.last, now);
+      return ttlMs > 0 ? { state: { last: state.last, leases: [] }, ttlMs } : 'delete';
+    },
     release(state, now, token) {
       return changeLease(state, now, token, (leases, index) => leases.splice(index, 1));
     },

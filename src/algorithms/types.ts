@@ -121,6 +121,12 @@ export interface Algorithm<S> {
    * only that request's slots, so repeating either is harmless.
    */
   readonly slots?: {
+    /**
+     * What `reset` leaves of a state: no slot held, but the last id, so that ids handed out
+     * after the reset never repeat one handed out before it. Redis keeps the id's key (the
+     * last of `keySuffixes`) through a reset for the same reason.
+     */
+    reset(state: S | undefined, now: number): SettleResult<S>;
     release(state: S | undefined, now: number, token: number, params: AlgorithmParams): SlotChange<S>;
     renew(state: S | undefined, now: number, token: number, params: AlgorithmParams): SlotChange<S>;
   };

@@ -226,6 +226,19 @@ export const SPEC_CASES: SpecCase[] = [
     ],
   },
   {
+    name: 'concurrency: a reset frees every slot, and a release from before it frees nothing since',
+    rules: { name: 'inflight', algorithm: 'concurrency', limit: 1, lease: 1000 },
+    steps: [
+      { at: 0, expect: ok(0, 1000) },
+      { at: 0, op: 'reset' },
+      { at: 0, expect: ok(0, 1000) },
+      { at: 0, op: 'release', of: 0 },
+      { at: 0, expect: no(0, 1000, 1000) },
+      { at: 10, op: 'release', of: 2 },
+      { at: 10, expect: ok(0, 1000) },
+    ],
+  },
+  {
     name: 'concurrency with a rate rule: all or nothing',
     rules: [
       { name: 'inflight', algorithm: 'concurrency', limit: 1, lease: 1000 },

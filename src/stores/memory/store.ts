@@ -439,12 +439,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       return touched;
     },
     async reset(head, rules) {
-      const { prefix, encoded } = splitHead(head);
-      const first = chains.get(encoded);
-      if (first === undefined) return;
-      const doomed = new Set<Slot>();
-      for (const slot of slotsOf(first, prefix, rules)) if (slot !== undefined) doomed.add(slot);
-      removeSlots(encoded, first, doomed);
+      if (chains.get(splitHead(head).encoded) === undefined) return;
+      change(head, rules, (rule, state, now) => rule.algorithm.slots?.reset(state, now) ?? 'delete');
     },
     async setOverride(prefix, key, value, ttlMs) {
       const expiresAt = ttlMs === undefined ? undefined : clock() + ttlMs;

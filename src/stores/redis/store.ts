@@ -312,8 +312,14 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
     async reset(head, rules) {
       // Every plan's rules at once can be many keys: in calls of a bounded size, each led by the
-      // override key the script skips.
-      const [override, ...keys] = ruleKeys(head, describeRules(rules).suffixes);
+      // override key the script skips. A slot rule's last id is kept (see Algorithm.slots.reset).
+      const deleted = rules.map((rule) => {
+        const { keySuffixes, slots } = rule.algorithm;
+        return (slots === undefined ? keySuffixes : keySuffixes.slice(0, -1)).map(
+          (suffix: string) => rule.keyTail + suffix,
+        );
+      });
+      const [override, ...keys] = ruleKeys(head, deleted);
       for (let from = 0; from < keys.length; from += MAX_BATCH_KEYS) {
         await run(BASE_SCRIPT, [override as string, ...keys.slice(from, from + MAX_BATCH_KEYS)], ['r']);
       }
