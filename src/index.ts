@@ -28,4 +28,14 @@ export { memoryStore } from './stores/memory/store.js';
 export type { RedisClientLike, ScriptRunner } from './stores/redis/client.js';
 export type { RedisStore, RedisStoreOptions } from './stores/redis/store.js';
 export { redisStore } from './stores/redis/store.js';
-export type { EvaluateReply, OverrideChanged, Store, StoredOverride, StoreWarning } from './stores/types.js';
+export type {
+  CachedHead,
+  Evaluated,
+  EvaluateReply,
+  InProcessPath,
+  OverrideChanged,
+  RuleOutcome,
+  Store,
+  StoredOverride,
+  StoreWarning,
+} from './stores/types.js';

@@ -1,8 +1,8 @@
 /**
  * The contract every algorithm fulfils twice: as a pure TypeScript step function (the
  * specification, used directly by the memory store) and as a Lua twin (run inside Redis).
- * Both produce the same six numbers for the same state, time and cost, and settle a reservation
- * the same way; the shared specification tests hold them to it.
+ * Both produce the same evaluation for the same state, time and cost (the Lua twin as six
+ * integers) and settle a reservation the same way; the shared specification tests hold them to it.
  */
 
 export type AlgorithmName =

@@ -4,18 +4,16 @@
  * (then it is taken in and the check is sent again); a block; the decision, and the ticket a
  * later `settle` needs.
  */
-import { describe } from '../describe.js';
 import { checkOptions } from '../options.js';
 import type { StoreCaller } from '../resilience/store-caller.js';
 import { positiveInteger } from '../rules.js';
-import { type CachedHead, evaluatorForCachedHeads } from '../stores/memory/store.js';
-import type { Store } from '../stores/types.js';
-import { type Decision, decide, RAW_FIELDS } from './decision.js';
+import type { RuleOutcome, Store } from '../stores/types.js';
+import { type Decision, decide } from './decision.js';
 import type { DenyCache } from './deny-cache.js';
-import { encodeKey, headOf, MAX_ENCODED_KEY } from './key-encoding.js';
+import { createHeadCache } from './head-cache.js';
 import { answerLocally } from './local-answers.js';
-import { type KnownOverride, type OverrideCache, resolveOverride } from './overrides.js';
-import type { Plans, RuleSet } from './plans.js';
+import { blockedDecision, learnOverride, type OverrideCache } from './overrides.js';
+import { type Plans, type RuleSet, storedRulesWith } from './plans.js';
 import type { Ticket, Tickets } from './settle.js';
 import type { CheckOptions, Degraded, ResolvedRule } from './types.js';
 
@@ -56,11 +54,6 @@ const OVERRIDE_ATTEMPTS = 2;
 const NO_RULES: readonly ResolvedRule[] = Object.freeze([]);
 
 const CHECK_OPTIONS = new Set(['cost', 'plan']);
-/**
- * Key heads remembered per limiter (see head()): ~2 MB for IP-sized keys, ~7 MB at worst
- * (128-character keys). A limiter on a memory store remembers as many as the store keeps states.
- */
-const HEAD_CACHE_KEYS = 16_384;
 
 /** Validates check options: a misspelt option would otherwise silently charge 1 or pick no plan. */
 function costOf(options: CheckOptions | undefined): number {
@@ -69,91 +62,31 @@ function costOf(options: CheckOptions | undefined): number {
   return options.cost === undefined ? 1 : positiveInteger(options.cost, 'cost', MAX_COST);
 }
 
+/** Denials are cached per plan: one key may be checked under several. */
+function denyKey(keyHeadValue: string, plan: string | undefined): string {
+  return plan === undefined ? keyHeadValue : `${keyHeadValue}|${plan}`;
+}
+
 export function createChecks(context: CheckContext): Checks {
-  const {
-    prefix,
-    plans,
-    caller,
-    store,
-    denyCache,
-    overrides,
-    tickets,
-    holding,
-    clock,
-    fallbackStore,
-    invalidOverride,
-  } = context;
+  const { prefix, plans, caller, store, denyCache, overrides, tickets, holding, clock, fallbackStore } =
+    context;
+  const local = store.inProcess;
+  const cachedHead = createHeadCache(prefix, local?.maxKeys);
 
-  // Heads of recently checked keys. The same head string object then reaches every map keyed by
-  // it (deny cache, overrides) with its hash already computed, which a freshly built head would
-  // have to compute again. With the memory store, the entry also keeps the store's handle to the
-  // key's state, so it is bounded by the store's own bound: with fewer, checks cycling through
-  // more active keys than this cache holds would all miss it. Bounded by clearing when full; long
-  // keys (digested, and memory an attacker would choose) are not kept.
-  const local = evaluatorForCachedHeads(store);
-  const evaluateCached = local?.evaluate;
-  const headCacheKeys = Math.max(HEAD_CACHE_KEYS, local?.maxKeys ?? 0);
-  const heads = new Map<string, CachedHead>();
-  function cachedHead(key: unknown): CachedHead {
-    if (typeof key !== 'string' || key.length === 0) {
-      throw new TypeError(`key: expected a non-empty string, got ${describe(key)}`);
-    }
-    let cached = heads.get(key);
-    if (cached === undefined) {
-      const encoded = encodeKey(key);
-      cached = { head: headOf(prefix, encoded), prefix, encoded, handle: undefined };
-      if (key.length <= MAX_ENCODED_KEY) {
-        if (heads.size >= headCacheKeys) heads.clear();
-        heads.set(key, cached);
-      }
-    }
-    return cached;
-  }
-  function head(key: unknown): string {
-    return cachedHead(key).head;
-  }
-
-  /** Denials are cached per plan: one key may be checked under several. */
-  function denyKey(keyHeadValue: string, plan: string | undefined): string {
-    return plan === undefined ? keyHeadValue : `${keyHeadValue}|${plan}`;
-  }
-
-  function forgetDenials(keyHeadValue: string): void {
-    denyCache?.forget(keyHeadValue);
-    for (const plan of plans.names) denyCache?.forget(denyKey(keyHeadValue, plan));
-  }
-
-  /** Takes in an override the store says `key` now has (undefined: none). */
-  function learn(key: string, keyHeadValue: string, value: string | undefined): KnownOverride | undefined {
-    if (value === undefined) {
-      overrides.delete(keyHeadValue);
-      return undefined;
-    }
-    let known: KnownOverride;
-    try {
-      known = resolveOverride(value, plans);
-    } catch (cause) {
-      invalidOverride({ key, value, cause });
-      known = { value, block: false, set: undefined, expiresAt: undefined };
-    }
-    overrides.set(keyHeadValue, known);
-    return known;
-  }
-
-  /** The decision for a store's numbers, with the ticket a later settle (or release) needs. */
+  /** The decision for a store's outcomes, with the ticket a later settle (or release) needs. */
   function conclude(
     keyHeadValue: string,
     rules: readonly ResolvedRule[],
-    raw: ArrayLike<number>,
+    outcomes: readonly RuleOutcome[],
     cost: number,
     degraded: Degraded,
     set: RuleSet,
     consume: boolean,
   ): Decision {
-    const decision = decide(rules, raw, cost, degraded, set.plan, consume);
+    const decision = decide(rules, outcomes, cost, degraded, set.plan, consume);
     if (consume && decision.allowed) {
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
-      const ticket = tickets.issue(decision, keyHeadValue, rules, cost, raw, where);
+      const ticket = tickets.issue(decision, keyHeadValue, rules, cost, outcomes, where);
       if (set.holdsSlots && where !== undefined) holding(ticket);
     }
     return decision;
@@ -174,19 +107,22 @@ export function createChecks(context: CheckContext): Checks {
         return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
       }
       const { rules } = planned;
-      const raw =
-        evaluateCached === undefined
-          ? store.evaluate(keyHeadValue, rules, cost, consume, '')
-          : evaluateCached(cached, rules, cost, consume);
-      if (isPromise(raw)) {
-        return raw.then((values) =>
-          'overrideChanged' in values
+      if (local !== undefined) {
+        const outcomes = local.evaluate(cached, rules, cost, consume);
+        if ('overrideChanged' in outcomes)
+          return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
+        return Promise.resolve(conclude(keyHeadValue, rules, outcomes, cost, false, planned, consume));
+      }
+      const reply = store.evaluate(keyHeadValue, rules, cost, consume, '');
+      if (isPromise(reply)) {
+        return reply.then((settled) =>
+          'overrideChanged' in settled
             ? evaluateThroughCaller(key, keyHeadValue, cost, planned, consume)
-            : conclude(keyHeadValue, rules, values, cost, false, planned, consume),
+            : conclude(keyHeadValue, rules, settled.outcomes, cost, false, planned, consume),
         );
       }
-      if ('overrideChanged' in raw) return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
-      return Promise.resolve(conclude(keyHeadValue, rules, raw, cost, false, planned, consume));
+      if ('overrideChanged' in reply) return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
+      return Promise.resolve(conclude(keyHeadValue, rules, reply.outcomes, cost, false, planned, consume));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -223,17 +159,20 @@ export function createChecks(context: CheckContext): Checks {
         const cached = denyCache.get(cacheKey, cost, clock());
         if (cached !== undefined) return answerLocally(cached);
       }
-      const { raw, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
-      if ('overrideChanged' in raw) {
-        known = learn(key, keyHeadValue, raw.value);
+      const { reply, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
+      if ('overrideChanged' in reply) {
+        const value = reply.value;
+        known = learnOverride(overrides, plans, keyHeadValue, value, (cause) =>
+          context.invalidOverride({ key, value: value as string, cause }),
+        );
         continue;
       }
       if (known !== undefined && seen !== undefined && degraded === false) {
-        const remaining = raw[rules.length * RAW_FIELDS] as number;
-        known.expiresAt = remaining < 0 ? undefined : clock() + remaining;
+        const ttl = reply.overrideTtlMs ?? Number.POSITIVE_INFINITY;
+        known.expiresAt = ttl === Number.POSITIVE_INFINITY ? undefined : clock() + ttl;
       }
-      if (known?.block === true) return blocked(known, degraded);
-      const decision = conclude(keyHeadValue, rules, raw, cost, degraded, set, consume);
+      if (known?.block === true) return blockedDecision(known, degraded, clock());
+      const decision = conclude(keyHeadValue, rules, reply.outcomes, cost, degraded, set, consume);
       if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
         denyCache.remember(cacheKey, cost, decision, clock());
       }
@@ -241,27 +180,13 @@ export function createChecks(context: CheckContext): Checks {
     }
   }
 
-  /** A blocked key's decision: denied until the block expires (Infinity: until cleared). */
-  function blocked(known: KnownOverride, degraded: Degraded): Decision {
-    const left = known.expiresAt === undefined ? undefined : Math.max(1, known.expiresAt - clock());
-    const view = {
-      rule: 'override.block',
-      allowed: false,
-      limit: 0,
-      windowMs: left ?? 0,
-      remaining: 0,
-      resetMs: left ?? 0,
-      retryAfterMs: left ?? Number.POSITIVE_INFINITY,
-    };
-    return { ...view, rules: [view], degraded };
-  }
-
-  /** Every stored rule of `key`: all plans', and its override's if this process knows one. */
-  function storedRules(keyHeadValue: string): readonly ResolvedRule[] {
-    const extra = overrides.get(keyHeadValue)?.set?.rules ?? [];
-    const missing = extra.filter((rule) => !plans.stored.some((other) => other.keyTail === rule.keyTail));
-    return missing.length === 0 ? plans.stored : [...plans.stored, ...missing];
-  }
-
-  return { head, evaluate, forgetDenials, storedRules };
+  return {
+    head: (key) => cachedHead(key).head,
+    evaluate,
+    forgetDenials(keyHeadValue) {
+      denyCache?.forget(keyHeadValue);
+      for (const plan of plans.names) denyCache?.forget(denyKey(keyHeadValue, plan));
+    },
+    storedRules: (keyHeadValue) => storedRulesWith(plans, overrides.get(keyHeadValue)?.set?.rules ?? []),
+  };
 }

@@ -1,9 +1,9 @@
 /**
- * Decisions: turning the raw per-rule numbers that a store returns (the same six integers per
- * rule from the memory store and from the Lua script) into the plain `Decision` users see.
+ * Decisions: turning the per-rule outcomes a store returns into the plain `Decision` users see.
  * This is the only place where the all-or-nothing view across rules is composed.
  */
 import { NEVER } from '../algorithms/index.js';
+import type { RuleOutcome } from '../stores/types.js';
 import type { Degraded, ResolvedRule } from './types.js';
 
 /** What one rule says about one request. */
@@ -54,16 +54,10 @@ export interface Decision extends RuleDecision {
   plan?: string;
 }
 
-/** The numbers a store returns per rule, in this order. */
-export const RAW_FIELDS = 6;
-
-/**
- * Composes a decision; `raw` holds RAW_FIELDS numbers per rule (allowed, remaining, reset, retry,
- * resetAfter, and the token `settle` needs, which is not shown here).
- */
+/** Composes a decision from one outcome per rule (their tokens are for `settle`, not shown here). */
 export function decide(
   rules: readonly ResolvedRule[],
-  raw: ArrayLike<number>,
+  outcomes: readonly RuleOutcome[],
   cost: number,
   degraded: Degraded = false,
   plan?: string,
@@ -72,15 +66,16 @@ export function decide(
   let decision: Decision;
   if (rules.length === 1) {
     // The usual case, spared the search for the binding rule (and a holey array of views).
-    const only = viewOf(rules[0] as ResolvedRule, raw, 0, raw[0] === 1, cost, consume);
+    const outcome = outcomes[0] as RuleOutcome;
+    const only = viewOf(rules[0] as ResolvedRule, outcome, outcome.allowed, cost, consume);
     decision = withRules(only, only.allowed, [only], degraded);
   } else {
     let allowed = true;
-    for (let i = 0; i < rules.length; i++) if (raw[i * RAW_FIELDS] !== 1) allowed = false;
+    for (let i = 0; i < rules.length; i++) if (!(outcomes[i] as RuleOutcome).allowed) allowed = false;
     const views: RuleDecision[] = new Array(rules.length);
     let binding = 0;
     for (let i = 0; i < rules.length; i++) {
-      views[i] = viewOf(rules[i] as ResolvedRule, raw, i * RAW_FIELDS, allowed, cost, consume);
+      views[i] = viewOf(rules[i] as ResolvedRule, outcomes[i] as RuleOutcome, allowed, cost, consume);
       const current = views[binding] as RuleDecision;
       const candidate = views[i] as RuleDecision;
       if (allowed ? candidate.remaining < current.remaining : candidate.retryAfterMs > current.retryAfterMs)
@@ -96,33 +91,32 @@ export function decide(
 }
 
 /**
- * One rule's view, from its RAW_FIELDS numbers at `at`; `allowed`: whether every rule allowed;
- * `consume`: a check (not a peek), which took its units if allowed.
+ * One rule's view, from its outcome; `allowed`: whether every rule allowed; `consume`: a check
+ * (not a peek), which took its units if allowed.
  */
 function viewOf(
   rule: ResolvedRule,
-  raw: ArrayLike<number>,
-  at: number,
+  outcome: RuleOutcome,
   allowed: boolean,
   cost: number,
   consume: boolean,
 ): RuleDecision {
-  const ruleAllowed = raw[at] === 1;
-  const retry = raw[at + 3] as number;
+  const ruleAllowed = outcome.allowed;
+  const retry = outcome.retryAfterMs;
   const view: RuleDecision = {
     rule: rule.name,
     allowed: ruleAllowed,
     limit: rule.capacity,
     windowMs: rule.windowMs,
     // When every rule allows, the request was consumed: show the state after it.
-    remaining: allowed ? Math.max(0, (raw[at + 1] as number) - cost) : (raw[at + 1] as number),
-    resetMs: allowed ? (raw[at + 4] as number) : (raw[at + 2] as number),
+    remaining: allowed ? Math.max(0, outcome.remaining - cost) : outcome.remaining,
+    resetMs: allowed ? outcome.resetAfterMs : outcome.resetMs,
     retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
   };
   if (rule.capacity !== rule.limit) view.quota = rule.limit;
   // Slots in use: those held before, plus this request's own if it took them.
   if (rule.algorithm.slots !== undefined) {
-    view.inFlight = rule.capacity - (raw[at + 1] as number) + (allowed && consume ? cost : 0);
+    view.inFlight = rule.capacity - outcome.remaining + (allowed && consume ? cost : 0);
   }
   return view;
 }

@@ -11,9 +11,10 @@ import { describe } from '../describe.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { type RuleOptions, resolveRules } from '../rules.js';
 import type { Store } from '../stores/types.js';
+import type { Decision } from './decision.js';
 import { resolvePrefix } from './key-encoding.js';
 import { type Plans, type RuleSet, ruleSet } from './plans.js';
-import type { ResolvedRule } from './types.js';
+import type { Degraded, ResolvedRule } from './types.js';
 
 /** What `setOverride` accepts: rules (one or several), a plan's name, or `{ block: true }`. */
 export type Override = RuleOptions | readonly RuleOptions[] | string | { readonly block: true };
@@ -182,6 +183,47 @@ export function resolveOverride(value: string, plans: Plans): KnownOverride {
   }
   const set = ruleSet(resolveRules(spec.rules, 'override'), undefined, 'override');
   return { value, block: false, set, expiresAt: undefined };
+}
+
+/**
+ * Takes in the override a store says a key now has (undefined: none) and returns it as known;
+ * one that cannot apply is reported through `invalid` and known as no override (not a block).
+ */
+export function learnOverride(
+  cache: OverrideCache,
+  plans: Plans,
+  head: string,
+  value: string | undefined,
+  invalid: (cause: unknown) => void,
+): KnownOverride | undefined {
+  if (value === undefined) {
+    cache.delete(head);
+    return undefined;
+  }
+  let known: KnownOverride;
+  try {
+    known = resolveOverride(value, plans);
+  } catch (cause) {
+    invalid(cause);
+    known = { value, block: false, set: undefined, expiresAt: undefined };
+  }
+  cache.set(head, known);
+  return known;
+}
+
+/** A blocked key's decision at `now`: denied until the block expires (Infinity: until cleared). */
+export function blockedDecision(known: KnownOverride, degraded: Degraded, now: number): Decision {
+  const left = known.expiresAt === undefined ? undefined : Math.max(1, known.expiresAt - now);
+  const view = {
+    rule: 'override.block',
+    allowed: false,
+    limit: 0,
+    windowMs: left ?? 0,
+    remaining: 0,
+    resetMs: left ?? 0,
+    retryAfterMs: left ?? Number.POSITIVE_INFINITY,
+  };
+  return { ...view, rules: [view], degraded };
 }
 
 /** A bounded LRU of the overrides this process has seen, by key head. */

@@ -117,3 +117,9 @@ export function resolvePlans(rules: unknown, plans: unknown, defaultPlan: unknow
     get: (name) => byName.get(name),
   };
 }
+
+/** Every stored rule of a key: all plans', and `extra` (its override's) where they differ. */
+export function storedRulesWith(plans: Plans, extra: readonly ResolvedRule[]): readonly ResolvedRule[] {
+  const missing = extra.filter((rule) => !plans.stored.some((other) => other.keyTail === rule.keyTail));
+  return missing.length === 0 ? plans.stored : [...plans.stored, ...missing];
+}

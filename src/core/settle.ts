@@ -6,7 +6,8 @@
  */
 
 import { describe } from '../describe.js';
-import { attachTicket, type Decision, RAW_FIELDS, ticketOf } from './decision.js';
+import type { RuleOutcome } from '../stores/types.js';
+import { attachTicket, type Decision, ticketOf } from './decision.js';
 import type { ResolvedRule } from './types.js';
 
 /** What a check left behind for its settle. */
@@ -14,8 +15,8 @@ export interface Ticket {
   readonly head: string;
   readonly rules: readonly ResolvedRule[];
   readonly reserved: number;
-  /** The store's numbers for the check: RAW_FIELDS per rule, the last of them its token (see Evaluation.token). */
-  readonly raw: ArrayLike<number>;
+  /** The store's outcome per rule for the check, each with the token settling needs. */
+  readonly outcomes: readonly RuleOutcome[];
   /** Where the reservation was made; undefined when nothing was (a fail-open answer). */
   readonly where: 'store' | 'fallback' | undefined;
   /** Whether its concurrency slots were given back (by `release` or `close`). */
@@ -24,7 +25,7 @@ export interface Ticket {
 
 /** The token each rule of a ticket returned, in rule order. */
 export function tokensOf(ticket: Ticket): number[] {
-  return ticket.rules.map((_, i) => ticket.raw[i * RAW_FIELDS + 5] as number);
+  return ticket.outcomes.map((outcome) => outcome.token);
 }
 
 export interface Tickets {
@@ -33,7 +34,7 @@ export interface Tickets {
     head: string,
     rules: readonly ResolvedRule[],
     reserved: number,
-    raw: ArrayLike<number>,
+    outcomes: readonly RuleOutcome[],
     where: Ticket['where'],
   ): Ticket;
   /** The decision's ticket, marked settled; throws if there is none or it was settled already. */
@@ -52,13 +53,13 @@ export function createTickets(): Tickets {
   // The ticket travels with the decision object itself (see attachTicket); one object per
   // admitted check, forgotten with the decision.
   const tickets: Tickets = {
-    issue(decision, head, rules, reserved, raw, where) {
+    issue(decision, head, rules, reserved, outcomes, where) {
       const stub: Stub = {
         owner: tickets,
         head,
         rules,
         reserved,
-        raw,
+        outcomes,
         where,
         released: false,
         settled: false,

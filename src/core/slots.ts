@@ -5,8 +5,7 @@
  * slot's id), so no raw key ever reaches the caller.
  */
 import type { StoreCaller } from '../resilience/store-caller.js';
-import type { SlotAction } from '../stores/types.js';
-import { RAW_FIELDS } from './decision.js';
+import type { RuleOutcome, SlotAction } from '../stores/types.js';
 import type { Ticket, Tickets } from './settle.js';
 import type { ResolvedRule } from './types.js';
 
@@ -63,7 +62,7 @@ export function createSlots(tickets: Tickets, caller: StoreCaller, clock: () => 
 
   function change(ticket: Ticket, action: SlotAction): Promise<number | undefined> {
     const { rules, at } = slotRules(ticket.rules);
-    const tokens = at.map((i) => ticket.raw[i * RAW_FIELDS + 5] as number);
+    const tokens = at.map((i) => (ticket.outcomes[i] as RuleOutcome).token);
     const where = ticket.where as 'store' | 'fallback';
     return caller.slots(where, ticket.head, rules, ticket.reserved, tokens, action);
   }

@@ -7,7 +7,7 @@
 import { answerLocally } from '../core/local-answers.js';
 import type { Degraded, ResolvedRule } from '../core/types.js';
 import { StoreClosedError, StoreTimeoutError } from '../errors.js';
-import type { EvaluateReply, SlotAction, Store } from '../stores/types.js';
+import type { EvaluateReply, RuleOutcome, SlotAction, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
 import { createDeadlines, TIMED_OUT } from './deadline.js';
 
@@ -16,7 +16,7 @@ export type StoreErrorPolicy = 'open' | 'closed' | Store;
 
 export interface StoreCallResult {
   /** Only the configured store answers `OverrideChanged`: a fallback is never asked about overrides. */
-  raw: EvaluateReply;
+  reply: EvaluateReply;
   degraded: Degraded;
 }
 
@@ -80,7 +80,7 @@ export function createStoreCaller(
   if (store.local === true) {
     return {
       async call(head, rules, cost, consume, overrideSeen) {
-        return { raw: await store.evaluate(head, rules, cost, consume, overrideSeen), degraded: false };
+        return { reply: await store.evaluate(head, rules, cost, consume, overrideSeen), degraded: false };
       },
       async settle(_where, head, rules, reserved, actual, tokens) {
         await store.settle(head, rules, reserved, actual, tokens);
@@ -122,16 +122,31 @@ export function createStoreCaller(
     consume: boolean,
   ): Promise<StoreCallResult> {
     if (typeof policy === 'object') {
-      return { raw: await policy.evaluate(head, rules, cost, consume), degraded: reason };
+      return { reply: await policy.evaluate(head, rules, cost, consume), degraded: reason };
     }
-    const raw: number[] = [];
     const waitMs = Math.max(1, breakerFor(head)?.retryInMs(clock()) ?? 0, timeoutMs);
-    for (const rule of rules) {
-      // 'open' admits as if the key were fresh; 'closed' denies with a wait until the next probe.
-      if (policy === 'open') raw.push(1, rule.capacity, 0, 0, 0, 0);
-      else raw.push(0, 0, waitMs, waitMs, waitMs, 0);
-    }
-    return { raw, degraded: reason };
+    // 'open' admits as if the key were fresh; 'closed' denies with a wait until the next probe.
+    const outcomes = rules.map(
+      (rule): RuleOutcome =>
+        policy === 'open'
+          ? {
+              allowed: true,
+              remaining: rule.capacity,
+              resetMs: 0,
+              retryAfterMs: 0,
+              resetAfterMs: 0,
+              token: 0,
+            }
+          : {
+              allowed: false,
+              remaining: 0,
+              resetMs: waitMs,
+              retryAfterMs: waitMs,
+              resetAfterMs: waitMs,
+              token: 0,
+            },
+    );
+    return { reply: { outcomes }, degraded: reason };
   }
 
   /**
@@ -177,7 +192,7 @@ export function createStoreCaller(
     call(head, rules, cost, consume, overrideSeen) {
       return attempt(head, () => store.evaluate(head, rules, cost, consume, overrideSeen)).then((outcome) =>
         outcome.ok
-          ? { raw: outcome.value, degraded: false }
+          ? { reply: outcome.value, degraded: false }
           : fallback(outcome.reason, head, rules, cost, consume),
       );
     },

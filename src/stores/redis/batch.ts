@@ -6,8 +6,9 @@
  * hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
-import { RAW_FIELDS } from '../../core/decision.js';
+import type { Run } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
+import { deniedOrOverride } from './reply.js';
 import type { Script } from './script.js';
 
 /**
@@ -102,19 +103,10 @@ function answerFromPeeks(batch: readonly Pending[], reply: unknown, error: unkno
   }
 }
 
-/** Whether one check's reply is a denial by some rule (see RAW_FIELDS), or an override to learn. */
-function deniedOrOverride(answer: unknown): boolean {
-  if (!Array.isArray(answer) || answer[0] === 'override') return true;
-  for (let at = 0; at + RAW_FIELDS <= answer.length; at += RAW_FIELDS) if (answer[at] === 0) return true;
-  return false;
-}
-
 export interface Batcher {
   /** Queues one check (see the 'b' mode in script.ts); resolves with its reply. */
   enqueue(check: Omit<Pending, 'resolve' | 'reject'> & { readonly head: string }): Promise<unknown>;
 }
-
-type Run = (script: Script, keys: string[], args: string[]) => Promise<unknown>;
 
 /**
  * @param run sends one call of a script (KEYS, ARGV) and resolves with its reply.

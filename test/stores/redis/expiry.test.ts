@@ -8,9 +8,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { type AlgorithmName, createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
-import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+import { type AlgorithmName, createLimiter, type RuleOptions, redisStore } from '../../../src/index.js';
+import { useRedisServer } from '../../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra'];
 const KEYS_PER_RULE: Record<AlgorithmName, number> = {

@@ -7,12 +7,12 @@
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, redisStore, type Store, type StoreWarning } from '../../src/index.js';
+import { createLimiter, redisStore, type Store, type StoreWarning } from '../../../src/index.js';
 import {
   type NodeRedisClient,
   type RedisServer,
   useRedisServerWithNodeRedis,
-} from '../support/redis-server.js';
+} from '../../support/redis-server.js';
 
 let server: RedisServer;
 let ioredis: Redis;

@@ -6,10 +6,10 @@
  */
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, createOverrideAdmin, redisStore } from '../../src/index.js';
-import { commandCalls, type RedisServer, useRedisServer } from '../support/redis-server.js';
-import { FIVE_ALGORITHM_RULES } from '../support/rules.js';
-import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+import { createLimiter, createOverrideAdmin, redisStore } from '../../../src/index.js';
+import { commandCalls, type RedisServer, useRedisServer } from '../../support/redis-server.js';
+import { FIVE_ALGORITHM_RULES } from '../../support/rules.js';
+import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 let server: RedisServer;
 let admin: Redis;

@@ -1,7 +1,7 @@
 /** The client adapter: which shape of client gets which calling convention. */
 import { describe, expect, it } from 'vitest';
-import type { ScriptRunner } from '../../src/index.js';
-import { isFunctionsUnavailableError, toScriptRunner } from '../../src/stores/redis/client.js';
+import type { ScriptRunner } from '../../../src/index.js';
+import { isFunctionsUnavailableError, toScriptRunner } from '../../../src/stores/redis/client.js';
 
 describe('toScriptRunner', () => {
   it('regression: a plain ScriptRunner was mistaken for a node-redis client and got an options object', async () => {

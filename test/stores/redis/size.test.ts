@@ -7,14 +7,14 @@
 
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { ALGORITHMS } from '../../src/algorithms/index.js';
-import { createLimiter, redisStore } from '../../src/index.js';
-import { MAX_RULES } from '../../src/rules.js';
-import { MAX_BATCH_KEYS } from '../../src/stores/redis/batch.js';
-import { scriptFor } from '../../src/stores/redis/script.js';
-import { useRedisServer } from '../support/redis-server.js';
-import { expectExactBursts, limiterOn, manyRules } from '../support/rule-bound.js';
-import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+import { ALGORITHMS } from '../../../src/algorithms/index.js';
+import { createLimiter, redisStore } from '../../../src/index.js';
+import { MAX_RULES } from '../../../src/rules.js';
+import { MAX_BATCH_KEYS } from '../../../src/stores/redis/batch.js';
+import { scriptFor } from '../../../src/stores/redis/script.js';
+import { useRedisServer } from '../../support/redis-server.js';
+import { expectExactBursts, limiterOn, manyRules } from '../../support/rule-bound.js';
+import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 let client: Redis;
 useRedisServer((started) => {

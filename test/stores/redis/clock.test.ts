@@ -7,10 +7,10 @@
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type AlgorithmName, createLimiter, type Decision, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
-import { redisTimeMs, withinOneWindow } from '../support/redis-time.js';
-import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+import { type AlgorithmName, createLimiter, type Decision, redisStore } from '../../../src/index.js';
+import { useRedisServer } from '../../support/redis-server.js';
+import { redisTimeMs, withinOneWindow } from '../../support/redis-time.js';
+import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra'];
 const HOUR = 3_600_000;

@@ -8,17 +8,17 @@
  * below therefore persists the keys in the same MULTI as the script call. That also holds the
  * scripts to their TTL contract: state Redis keeps past its TTL must decide exactly like no
  * state, which is what the memory store (which drops it) sees. Real expiry is tested in
- * redis-expiry.test.ts.
+ * expiry.test.ts.
  */
 
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
-import { createLimiter, type Decision, memoryStore, redisStore } from '../../src/index.js';
-import { ALGORITHMS, ruleArb, ruleSetArb, type Scenario, scenarioArb } from '../algorithms/arbitraries.js';
-import { persistingIoRedisRunner } from '../support/persisting-runner.js';
-import { useRedisServer } from '../support/redis-server.js';
-import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+import { createLimiter, type Decision, memoryStore, redisStore } from '../../../src/index.js';
+import { ALGORITHMS, ruleArb, ruleSetArb, type Scenario, scenarioArb } from '../../algorithms/arbitraries.js';
+import { persistingIoRedisRunner } from '../../support/persisting-runner.js';
+import { useRedisServer } from '../../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 let client: Redis;
 useRedisServer((started) => {

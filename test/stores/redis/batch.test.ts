@@ -8,12 +8,12 @@
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, type Decision, memoryStore, redisStore } from '../../src/index.js';
-import { createBatcher } from '../../src/stores/redis/batch.js';
-import { ALGORITHMS, BASE_TIME, ruleArb, ruleSetArb } from '../algorithms/arbitraries.js';
-import { persistingIoRedisRunner } from '../support/persisting-runner.js';
-import { commandCalls, useRedisServer } from '../support/redis-server.js';
-import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+import { createLimiter, type Decision, memoryStore, redisStore } from '../../../src/index.js';
+import { createBatcher } from '../../../src/stores/redis/batch.js';
+import { ALGORITHMS, BASE_TIME, ruleArb, ruleSetArb } from '../../algorithms/arbitraries.js';
+import { persistingIoRedisRunner } from '../../support/persisting-runner.js';
+import { commandCalls, useRedisServer } from '../../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 let client: Redis;
 useRedisServer((started) => {

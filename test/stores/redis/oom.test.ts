@@ -7,9 +7,9 @@
 
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLimiter, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
-import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
+import { createLimiter, redisStore } from '../../../src/index.js';
+import { useRedisServer } from '../../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
 let client: Redis;
 useRedisServer((started) => {

@@ -1,0 +1,166 @@
+/**
+ * Sending one call of a script to Redis. On Redis 7+ (and Valkey) the script is a function
+ * library, loaded once (on every master of a cluster) and called by name (FCALL): a call then
+ * runs only the operation, not the script's whole body. Where the library is missing (restart,
+ * FUNCTION FLUSH, a new node) it is loaded again; where functions cannot be used (Redis 6, an ACL
+ * without FCALL or FUNCTION, a proxy) calls fall back to EVALSHA for good. By SHA, only when the
+ * server answers NOSCRIPT is the script sent in full (which also caches it again). On a cluster,
+ * a TRYAGAIN answer (the key's slot is mid-migration) is retried after a short pause. All these
+ * answers mean the script did not run; any other failure is passed on and never replayed,
+ * because a call that timed out or failed may already have been applied.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StoreClosedError } from '../../errors.js';
+import {
+  isFunctionMissingError,
+  isFunctionsUnavailableError,
+  isNoScriptError,
+  isTryAgainError,
+  type ScriptRunner,
+} from './client.js';
+import type { Readiness } from './ready.js';
+import type { Script } from './script.js';
+
+/** Sends one call of a script (KEYS, ARGV) and resolves with its reply. */
+export type Run = (script: Script, keys: string[], args: string[]) => Promise<unknown>;
+
+export interface ScriptCalls {
+  run: Run;
+  /**
+   * A call Redis runs even while it refuses writes: by the library's no-writes function (a
+   * function that may write is refused before it runs), or by EVALSHA (a script is refused only
+   * at its first write, and peeks write nothing).
+   */
+  runReadOnly: Run;
+}
+
+/**
+ * TRYAGAIN retries: pauses of 10, 20, 40, 80 and 160 ms, about as long as a slot migration takes
+ * to move one key's few entries. A migration that takes longer surfaces as an error.
+ */
+const TRYAGAIN_RETRIES = 5;
+const TRYAGAIN_FIRST_DELAY_MS = 10;
+
+/** A function call that did not run (no function, or none allowed): go by EVALSHA. */
+const NOT_RUN: unique symbol = Symbol('floodgate.notRun');
+
+/** Each script as seen through its library's no-writes function (see runReadOnly). */
+const readOnlyViews = new WeakMap<Script, Script>();
+
+/**
+ * @param useFunctions whether to try FCALL first (the user's `functions` option); turned off for
+ *   good the first time the server or the user's ACL refuses functions.
+ */
+export function createScriptCalls(
+  runner: ScriptRunner,
+  readiness: Readiness,
+  useFunctions: boolean,
+): ScriptCalls {
+  let functions = useFunctions && runner.fcall !== undefined && runner.loadLibrary !== undefined;
+
+  // Full sends of a script in flight, by SHA: after a restart or SCRIPT FLUSH, the calls that all
+  // met NOSCRIPT at once wait for one send instead of each sending the whole script.
+  const sending = new Map<string, Promise<unknown>>();
+
+  // Library loads in flight, by name: the calls that all met "Function not found" at once wait
+  // for one load.
+  const loading = new Map<string, Promise<boolean>>();
+
+  /** Loads the script's library; false when it could not be loaded (the call falls back to EVALSHA). */
+  function loadLibrary(script: Script): Promise<boolean> {
+    let load = loading.get(script.functionName);
+    if (load === undefined) {
+      load = (runner.loadLibrary as (code: string) => Promise<void>)(script.library).then(
+        () => true,
+        (error: unknown) => {
+          if (isFunctionsUnavailableError(error)) functions = false;
+          return false;
+        },
+      );
+      loading.set(script.functionName, load);
+      load.finally(() => loading.delete(script.functionName));
+    }
+    return load;
+  }
+
+  /**
+   * FCALL, loading the library where it is missing. Resolves NOT_RUN when the function could not
+   * be called (nothing ran): the caller then goes by EVALSHA.
+   */
+  async function callFunction(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    const fcall = runner.fcall as NonNullable<ScriptRunner['fcall']>;
+    for (let loaded = false; ; loaded = true) {
+      try {
+        return await fcall(script.functionName, keys, args);
+      } catch (error) {
+        if (isFunctionsUnavailableError(error)) {
+          functions = false;
+          return NOT_RUN;
+        }
+        if (!isFunctionMissingError(error)) throw error;
+      }
+      // Loaded and still missing: the key's node was not among the masters the client knew.
+      if (loaded || !(await loadLibrary(script))) return NOT_RUN;
+    }
+  }
+
+  /** EVALSHA, and the whole script only on NOSCRIPT (one send shared by the calls that met it). */
+  async function evalBySha(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    try {
+      return await runner.evalSha(script.sha, keys, args);
+    } catch (error) {
+      if (!isNoScriptError(error)) throw error;
+    }
+    // NOSCRIPT means the script never ran: running it again cannot count a request twice.
+    const inFlight = sending.get(script.sha);
+    if (inFlight !== undefined) {
+      await inFlight.catch(() => undefined);
+      try {
+        return await runner.evalSha(script.sha, keys, args);
+      } catch (error) {
+        // Another cluster node may still lack it: send it in full below.
+        if (!isNoScriptError(error)) throw error;
+      }
+    }
+    const send = runner.eval(script.text, keys, args);
+    sending.set(script.sha, send);
+    try {
+      return await send;
+    } finally {
+      if (sending.get(script.sha) === send) sending.delete(script.sha);
+    }
+  }
+
+  async function runOnce(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    if (functions) {
+      const reply = await callFunction(script, keys, args);
+      if (reply !== NOT_RUN) return reply;
+    }
+    return evalBySha(script, keys, args);
+  }
+
+  async function run(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    if (!readiness.ready) await readiness.beforeCall();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await runOnce(script, keys, args);
+      } catch (error) {
+        if (runner.closed?.() === true) throw new StoreClosedError('redis', error);
+        // TRYAGAIN also means the script never ran, so running it again cannot double count.
+        if (!isTryAgainError(error) || attempt >= TRYAGAIN_RETRIES) throw error;
+        await sleep(TRYAGAIN_FIRST_DELAY_MS * 2 ** attempt);
+      }
+    }
+  }
+
+  function runReadOnly(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    let view = readOnlyViews.get(script);
+    if (view === undefined) {
+      view = { ...script, functionName: script.readOnlyFunctionName };
+      readOnlyViews.set(script, view);
+    }
+    return run(view, keys, args);
+  }
+
+  return { run, runReadOnly };
+}
