@@ -38,6 +38,19 @@ export interface RouteSpec {
   readonly rules: ReadonlyMap<string, readonly RuleOptions[]>;
 }
 
+/** A route's fields that limit it (a skipped route takes none of them). */
+const LIMIT_FIELDS = [
+  'limit',
+  'window',
+  'algorithm',
+  'burst',
+  'rules',
+  'plans',
+  'inherit',
+  'cost',
+  'concurrency',
+];
+
 /** `routes` then `skip`, in order; the gateway adds a catch-all for every path they leave. */
 export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly RuleOptions[]>): RouteSpec[] {
   const routes: RouteSpec[] = [];
@@ -60,17 +73,9 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       'name',
       'method',
       'path',
-      'cost',
       'skip',
-      'limit',
-      'window',
-      'algorithm',
-      'burst',
-      'rules',
-      'plans',
-      'inherit',
       'caseSensitive',
-      'concurrency',
+      ...LIMIT_FIELDS,
     ]);
     const path = parsePath(fields.path, `${where}.path`);
     const methods = parseMethods(fields.method, `${where}.method`);
@@ -84,17 +89,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       fields.caseSensitive === undefined ? false : booleanAt(fields.caseSensitive, `${where}.caseSensitive`);
     const cost =
       fields.cost === undefined ? 1 : integerAt(fields.cost, `${where}.cost`, 1, Number.MAX_SAFE_INTEGER);
-    const ownFields = [
-      'limit',
-      'window',
-      'algorithm',
-      'burst',
-      'rules',
-      'plans',
-      'inherit',
-      'cost',
-      'concurrency',
-    ].filter((field) => fields[field] !== undefined);
+    const ownFields = LIMIT_FIELDS.filter((field) => fields[field] !== undefined);
     if (skip && ownFields.length > 0) fail(`${where}.${ownFields[0]}`, 'a skipped route takes no limits');
     if (fields.rules !== undefined && fields.limit !== undefined) {
       fail(`${where}.limit`, 'give either limit (one rule) or rules (a list), not both');
