@@ -21,6 +21,9 @@ export const ALGORITHMS: Readonly<Record<AlgorithmName, AnyAlgorithm>> = {
 
 export const ALGORITHM_NAMES = Object.keys(ALGORITHMS) as AlgorithmName[];
 
+/** The algorithms that limit a rate (every one but those holding slots, such as concurrency). */
+export const RATE_ALGORITHM_NAMES = ALGORITHM_NAMES.filter((name) => ALGORITHMS[name].slots === undefined);
+
 export type {
   Algorithm,
   AlgorithmName,
