@@ -9,7 +9,7 @@ export { keyHead } from './core/key-encoding.js';
 export { decodeOverride } from './core/overrides.js';
 export type { ResolvedRule } from './core/types.js';
 export { describe } from './describe.js';
-export { HEADER_STYLES, type HeaderStyle } from './http/headers.js';
+export { HEADER_STYLES, type HeaderStyle, rateLimitHeaders } from './http/headers.js';
 export { DEFAULT_IPV6_SUBNET } from './http/ip.js';
 export { parseTrustProxy } from './http/proxy.js';
 export { addressKey, hashApiKey, UNKNOWN_CLIENT } from './http/request-keys.js';

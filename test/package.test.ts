@@ -73,7 +73,7 @@ async function node(file: string, source: string): Promise<string> {
 }
 
 describe('the packed tarball', () => {
-  it('holds the built files only, and the package has no runtime dependencies', async () => {
+  it('holds the built files and the .proto files only, and the package has no runtime dependencies', async () => {
     for (const file of [
       'dist/esm/index.js',
       'dist/esm/index.d.ts',
@@ -83,9 +83,23 @@ describe('the packed tarball', () => {
       expect(packedFiles).toContain(file);
     expect(packedFiles).toContain('dist/esm/package.json');
     expect(packedFiles).toContain('dist/cjs/package.json');
-    expect(packedFiles.filter((file) => !file.startsWith('dist/') && file !== 'package.json')).toEqual(
-      packedFiles.filter((file) => ['README.md', 'LICENSE'].includes(file)),
-    );
+    // The Envoy rate limit service loads these at run time (serve --grpc-port).
+    for (const file of [
+      'proto/envoy/service/ratelimit/v3/rls.proto',
+      'proto/envoy/extensions/common/ratelimit/v3/ratelimit.proto',
+      'proto/envoy/config/core/v3/base.proto',
+      'proto/envoy/type/v3/ratelimit_unit.proto',
+      'proto/grpc/health/v1/health.proto',
+    ])
+      expect(packedFiles).toContain(file);
+    expect(
+      packedFiles.filter(
+        (file) => !file.startsWith('dist/') && !file.startsWith('proto/') && file !== 'package.json',
+      ),
+    ).toEqual(packedFiles.filter((file) => ['README.md', 'LICENSE'].includes(file)));
+    expect(
+      packedFiles.filter((file) => file.startsWith('proto/')).every((file) => file.endsWith('.proto')),
+    ).toBe(true);
     const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8'));
     expect(manifest.dependencies ?? {}).toEqual({});
   });

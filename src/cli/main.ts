@@ -4,9 +4,10 @@
  * never loads Fastify or Redis), and maps every outcome to an exit code scripts can rely on:
  * 0 ok, 1 runtime failure, 2 usage or configuration error. User mistakes print one line.
  */
-import { readFileSync, realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { EXIT_FAILURE, EXIT_USAGE, RuntimeFailure, UsageError } from './args.js';
+import { packageRoot } from './package-files.js';
 
 const HELP = `Usage: floodgate <command> [options]
 
@@ -73,18 +74,16 @@ export function report(error: unknown, command: string): number {
   return EXIT_FAILURE;
 }
 
-/** The package version, found next to this file in src/cli or dist/esm/cli (import.meta is unavailable in the CommonJS build). */
+/** The package version (package.json at the package root). */
 function version(): string {
-  for (const path of ['../../../package.json', '../../package.json']) {
-    try {
-      const url = new URL(path, pathToFileURL(realpathSync(process.argv[1] ?? '.')));
-      const pkg = JSON.parse(readFileSync(url, 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'floodgate') return pkg.version ?? 'unknown';
-    } catch {
-      // try the next layout (src/cli or dist/esm/cli)
-    }
+  const root = packageRoot();
+  if (root === undefined) return 'unknown';
+  try {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version?: string };
+    return pkg.version ?? 'unknown';
+  } catch {
+    return 'unknown';
   }
-  return 'unknown';
 }
 
 // A closed stdout (e.g. `floodgate compare | head`) is not an error worth a stack trace.

@@ -5,9 +5,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { type OptionSpec, type Parsed, RuntimeFailure, stringOption, UsageError } from '../args.js';
+import { type OptionSpec, type Parsed, stringOption, UsageError } from '../args.js';
 import { ConfigError, type Fields, type Labels } from './check.js';
+import { loadRlsConfig } from './rls.js';
 import { type GatewayConfig, parseGatewayConfig } from './schema.js';
+import { parseYaml } from './yaml.js';
 
 /** Flags that choose the rules and the store: shared by serve, inspect and reset. */
 export const STORE_FLAGS = {
@@ -52,14 +54,17 @@ export async function loadConfig(
   const raw: Fields = file === undefined ? {} : await readConfigFile(file);
   const labels: Labels = {};
   applyFlags(raw, labels, parsed, env);
+  let config: GatewayConfig;
   try {
-    return parseGatewayConfig(raw, labels);
+    config = parseGatewayConfig(raw, labels);
   } catch (error) {
     if (error instanceof ConfigError && file !== undefined && !error.message.startsWith('--')) {
       throw new ConfigError(`${file}: ${error.message}`);
     }
     throw error;
   }
+  if (config.grpc === undefined) return config;
+  return { ...config, rls: await loadRlsConfig(config.grpc.config, labels['grpc.config'] ?? 'grpc.config') };
 }
 
 async function readConfigFile(file: string): Promise<Fields> {
@@ -81,7 +86,11 @@ async function readConfigFile(file: string): Promise<Fields> {
       throw new ConfigError(`${file}: invalid JSON: ${(error as Error).message}`);
     }
   } else {
-    value = await parseYaml(text, file);
+    value = await parseYaml(
+      text,
+      file,
+      "YAML configs need the 'yaml' package (npm install yaml), or use a .json file",
+    );
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConfigError(`${file}: expected a mapping of settings at the top level`);
@@ -89,20 +98,21 @@ async function readConfigFile(file: string): Promise<Fields> {
   return value as Fields;
 }
 
-async function parseYaml(text: string, file: string): Promise<unknown> {
-  let yaml: typeof import('yaml');
-  try {
-    yaml = await import('yaml');
-  } catch {
-    throw new RuntimeFailure(
-      `${file}: YAML configs need the 'yaml' package (npm install yaml), or use a .json file`,
-    );
+/** `--grpc-port` and `--grpc-config` fold into `grpc: { port, config }`. */
+function applyGrpcFlags(raw: Fields, labels: Labels, parsed: Parsed): void {
+  const port = stringOption(parsed, 'grpc-port');
+  const config = stringOption(parsed, 'grpc-config');
+  if (port === undefined && config === undefined) return;
+  const grpc: Fields = typeof raw.grpc === 'object' && raw.grpc !== null ? { ...(raw.grpc as Fields) } : {};
+  if (port !== undefined) {
+    grpc.port = /^\d+$/.test(port) ? Number(port) : port;
+    labels['grpc.port'] = '--grpc-port';
   }
-  try {
-    return yaml.parse(text, { prettyErrors: true });
-  } catch (error) {
-    throw new ConfigError(`${file}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
+  if (config !== undefined) {
+    grpc.config = config;
+    labels['grpc.config'] = '--grpc-config';
   }
+  raw.grpc = grpc;
 }
 
 function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.ProcessEnv): void {
@@ -187,6 +197,7 @@ function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.Pro
     }
     raw.admin = admin;
   }
+  applyGrpcFlags(raw, labels, parsed);
   const concurrency = stringOption(parsed, 'client-concurrency');
   if (concurrency !== undefined) {
     raw.clientConcurrency = /^\d+$/.test(concurrency) ? Number(concurrency) : concurrency;

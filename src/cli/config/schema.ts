@@ -20,6 +20,7 @@ import {
   stringAt,
 } from './check.js';
 import { parsePlans, parseTiers, type Tiers } from './plans.js';
+import type { RlsDomains } from './rls.js';
 import { parseRoutes, type RouteSpec } from './routes.js';
 
 export { DEFAULT_PLAN, sha256Hex, type Tiers } from './plans.js';
@@ -56,7 +57,22 @@ export interface GatewayConfig {
   /** The user's routes and skip entries; every other path falls to the catch-all, under the plan's rules. */
   readonly routes: readonly RouteSpec[];
   readonly shutdownTimeoutMs: number;
+  /** The Envoy rate limit service (gRPC), or undefined when off. */
+  readonly grpc: GrpcSettings | undefined;
+  /** The envoyproxy/ratelimit config `grpc.config` names, read by loadConfig. */
+  readonly rls: RlsDomains | undefined;
 }
+
+export interface GrpcSettings {
+  readonly port: number;
+  /** A YAML file or a directory of them, in envoyproxy/ratelimit's format. */
+  readonly config: string;
+  /** Draft RateLimit headers sent back in response_headers_to_add (none by default). */
+  readonly headers: readonly HeaderStyle[];
+}
+
+/** The gRPC port envoyproxy/ratelimit listens on, and so the default here. */
+export const DEFAULT_GRPC_PORT = 8081;
 
 const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
 
@@ -80,6 +96,7 @@ const TOP_FIELDS = [
   'skip',
   'shutdownTimeout',
   'admin',
+  'grpc',
 ];
 
 /** The admin listener's defaults: loopback, and a port of its own. */
@@ -188,6 +205,28 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
       raw.shutdownTimeout === undefined
         ? 10_000
         : durationAt(raw.shutdownTimeout, at('shutdownTimeout'), true),
+    grpc: raw.grpc === undefined ? undefined : parseGrpc(raw.grpc, labels),
+    rls: undefined,
+  };
+}
+
+function parseGrpc(value: unknown, labels: Labels): GrpcSettings {
+  const grpc = objectAt(value, labels.grpc ?? 'grpc', ['port', 'config', 'headers']);
+  if (grpc.config === undefined) {
+    fail(
+      labels['grpc.port'] ?? 'grpc.config',
+      'the Envoy rate limit service needs its limits: give grpc.config (--grpc-config), an envoyproxy/ratelimit YAML file or directory',
+    );
+  }
+  const headers =
+    grpc.headers === undefined || grpc.headers === false ? false : parseHeaders(grpc.headers, 'grpc.headers');
+  return {
+    port:
+      grpc.port === undefined
+        ? DEFAULT_GRPC_PORT
+        : integerAt(grpc.port, labels['grpc.port'] ?? 'grpc.port', 0, 65535),
+    config: stringAt(grpc.config, labels['grpc.config'] ?? 'grpc.config'),
+    headers: headers === false ? [] : [headers].flat(),
   };
 }
 

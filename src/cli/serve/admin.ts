@@ -7,6 +7,8 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { RuntimeFailure } from '../args.js';
+import { answerJson } from './envoy/json.js';
+import type { RlsService } from './envoy/service.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { StoreHandle } from './store.js';
@@ -18,6 +20,8 @@ export interface AdminOptions {
   logger: Logger;
   /** The current store (it changes when a reload points at another Redis). */
   store: () => StoreHandle;
+  /** The current Envoy rate limit service, for `POST /json`. */
+  rls: () => RlsService | undefined;
 }
 
 export interface AdminListener {
@@ -35,8 +39,17 @@ export async function startAdmin(options: AdminOptions): Promise<AdminListener> 
       res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
+    if (path === '/json' && req.method === 'POST') {
+      try {
+        const answer = await answerJson(req, options.rls());
+        return send(answer.status, 'application/json', answer.body);
+      } catch (error) {
+        logger.error('rls_error', { error });
+        return send(500, 'application/json', JSON.stringify({ error: 'internal error' }));
+      }
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.setHeader('allow', 'GET, HEAD');
+      res.setHeader('allow', path === '/json' ? 'POST' : 'GET, HEAD');
       return send(405, 'text/plain', 'method not allowed\n');
     }
     if (path === '/metrics') {
@@ -54,7 +67,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminListener> 
         return send(503, 'application/json', JSON.stringify({ status: 'unavailable', store: current.label }));
       }
     }
-    send(404, 'text/plain', 'not found: the admin listener answers /metrics and /healthz\n');
+    send(404, 'text/plain', 'not found: the admin listener answers /metrics, /healthz and POST /json\n');
   });
   try {
     server.listen(options.port, options.host);

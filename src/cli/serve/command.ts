@@ -1,43 +1,35 @@
 /**
- * `floodgate serve`: the gateway's lifecycle. One node:http server owns the listening socket and
- * every connection; it hands requests to the current gateway generation. SIGHUP builds a new
- * generation from the re-read configuration and swaps it in (no connection is closed; the old
- * one finishes its requests, then closes). SIGTERM/SIGINT stop accepting, let in-flight requests
- * finish (up to the shutdown timeout), then exit 0.
+ * `floodgate serve`: flags, `--check`, and start. One node:http server owns the listening socket
+ * and every connection; it hands requests to the current gateway generation, which SIGHUP
+ * replaces (reload.ts) without closing a connection. The admin and gRPC listeners live as long.
+ * SIGTERM/SIGINT drain and stop (signals.ts).
  */
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import { formatDuration } from '../../internal.js';
-import {
-  EXIT_FAILURE,
-  EXIT_OK,
-  type Parsed,
-  parseCommandArgs,
-  RuntimeFailure,
-  stringOption,
-  UsageError,
-} from '../args.js';
-import { ConfigError } from '../config/check.js';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { EXIT_OK, type Parsed, parseCommandArgs, RuntimeFailure, stringOption, UsageError } from '../args.js';
 import { loadConfig, STORE_FLAGS, STORE_FLAGS_HELP } from '../config/load.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
 import { type AdminListener, startAdmin } from './admin.js';
 import { configWarnings, describeConfig, summary } from './describe.js';
 import { answerClientErrors, edgeServerOptions } from './edge.js';
-import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
+import { type GrpcListener, startGrpc } from './envoy/grpc.js';
+import type { Gateway } from './gateway.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.js';
-import { type GatewayMetrics, gatewayMetrics } from './metrics.js';
-import { openStore, type StoreHandle, sameTarget } from './store.js';
+import { gatewayMetrics } from './metrics.js';
+import { handleSignals } from './signals.js';
+import { buildNamed, partsOf, type Running, type Shared } from './state.js';
+import { openStore, type StoreHandle } from './store.js';
 
 export const SERVE_HELP = `Usage: floodgate serve [options]
 
 Runs a rate-limiting HTTP gateway. Allowed requests are forwarded to --upstream (a streaming
 reverse proxy); limited ones get 429 with the standard headers. Without --upstream it serves a
-small demo API. Every path of the public port is forwarded; GET /metrics (Prometheus) and
-GET /healthz are answered on a separate admin listener. Requests are counted under the client
-address, and under an API key only when the config's tiers.keys lists it. Routes, skips and
-costs match the normalized path (escapes, //, ., .. and case resolved); a path that cannot be
-normalized gets 400.
+small demo API. Every path of the public port is forwarded; GET /metrics (Prometheus),
+GET /healthz and POST /json (Envoy rate limit service) are answered on a separate admin
+listener. Requests are counted under the client address, and under an API key only when the
+config's tiers.keys lists it. Routes, skips and costs match the normalized path (escapes, //,
+., .. and case resolved); a path that cannot be normalized gets 400.
 
 Options:
   --upstream URL            forward allowed requests to this http:// service (default: demo API)
@@ -45,6 +37,9 @@ Options:
   --port PORT               port to listen on (default 8080; 0 picks a free one)
   --admin-host HOST         address of the admin listener (/metrics, /healthz; default 127.0.0.1)
   --admin-port PORT         port of the admin listener (default 9477; 0 turns it off)
+  --grpc-port PORT          serve Envoy's rate limit service (gRPC) on this port (default 8081 when
+                            --grpc-config is given; 0 picks a free one)
+  --grpc-config PATH        envoyproxy/ratelimit YAML config: a file or a directory of .yaml files
 ${STORE_FLAGS_HELP}
   --headers STYLE           draft-6 (default), draft-10, legacy, a comma list, or false
   --trust-proxy VALUE       trust the proxy headers (X-Forwarded-*, Forwarded) of peers: true, a hop
@@ -76,6 +71,8 @@ const OPTIONS = {
   port: { type: 'string' },
   'admin-host': { type: 'string' },
   'admin-port': { type: 'string' },
+  'grpc-port': { type: 'string' },
+  'grpc-config': { type: 'string' },
   headers: { type: 'string' },
   'trust-proxy': { type: 'string' },
   'api-key-header': { type: 'string' },
@@ -113,21 +110,6 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   return running.done;
 }
 
-/**
- * Builds a gateway generation; a config mistake found while building (a route pattern the
- * router refuses) names the config file, as the config's own errors do.
- */
-async function buildNamed(parsed: Parsed, parts: GatewayParts): Promise<Gateway> {
-  try {
-    return await buildGateway(parts);
-  } catch (error) {
-    const file = stringOption(parsed, 'config');
-    if (error instanceof ConfigError && file !== undefined)
-      throw new ConfigError(`${file}: ${error.message}`);
-    throw error;
-  }
-}
-
 /** `--check`: builds the gateway as start would (on a memory store, listening nowhere), then drops it. */
 async function checkGateway(parsed: Parsed, config: GatewayConfig): Promise<void> {
   const logger = createLogger(process.stderr, 'error');
@@ -137,194 +119,131 @@ async function checkGateway(parsed: Parsed, config: GatewayConfig): Promise<void
   await gateway.close();
 }
 
-interface Shared {
-  logger: Logger;
-  metrics: GatewayMetrics;
-}
-
 async function start(
   parsed: Parsed,
-  initial: GatewayConfig,
-  shared: Shared,
+  config: GatewayConfig,
+  shared: Omit<Shared, 'apiKeySecret'>,
 ): Promise<{ done: Promise<number> }> {
-  const { logger, metrics } = shared;
-  const apiKeySecret = process.env.FLOODGATE_API_KEY_SECRET || undefined;
-  let config = initial;
-  let store: StoreHandle = await openStore(config.redis, logger, metrics);
-  let gateway: Gateway;
-  try {
-    gateway = await buildNamed(parsed, {
-      config,
-      store,
-      ...shared,
-      ...(apiKeySecret ? { apiKeySecret } : {}),
-    });
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
-  let admin: AdminListener | undefined;
-  try {
-    admin =
-      config.admin === undefined
-        ? undefined
-        : await startAdmin({ ...config.admin, logger, metrics, store: () => store });
-  } catch (error) {
-    await gateway.close();
-    await store.close();
-    throw error;
-  }
-
-  let draining = false;
-  const server: Server = createServer(edgeServerOptions(config.clientTimeoutMs), (req, res) => {
-    if (draining) res.setHeader('connection', 'close');
-    gateway.handle(req, res);
+  const all: Shared = { ...shared, apiKeySecret: process.env.FLOODGATE_API_KEY_SECRET || undefined };
+  const store = await openStore(config.redis, all.logger, all.metrics);
+  const gateway = await closingOnFailure([store], () => buildGeneration(parsed, config, store, all));
+  const admin = await closingOnFailure([gateway, store], () => adminFor(config, all, () => running));
+  const grpc = await closingOnFailure([gateway, admin, store], () => grpcFor(config, all, () => running));
+  const server = createEdgeServer(config, all.logger, (req, res) => {
+    if (running.draining) res.setHeader('connection', 'close');
+    running.gateway.handle(req, res);
   });
+  const running: Running = {
+    parsed,
+    shared: all,
+    server,
+    admin,
+    grpc,
+    config,
+    store,
+    gateway,
+    retiring: new Set(),
+    draining: false,
+  };
+  await closingOnFailure([gateway, admin, grpcClosing(grpc), store], () => listen(server, config));
+  logListening(running);
+  return { done: handleSignals(running) };
+}
+
+/** Runs `step`; if it throws, closes what was opened before it (in order), then rethrows. */
+async function closingOnFailure<T>(
+  opened: readonly ({ close(): Promise<void> } | undefined)[],
+  step: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    for (const part of opened) await part?.close();
+    throw error;
+  }
+}
+
+function buildGeneration(
+  parsed: Parsed,
+  config: GatewayConfig,
+  store: StoreHandle,
+  shared: Shared,
+): Promise<Gateway> {
+  return buildNamed(parsed, partsOf(config, store, shared));
+}
+
+async function adminFor(
+  config: GatewayConfig,
+  shared: Shared,
+  running: () => Running,
+): Promise<AdminListener | undefined> {
+  if (config.admin === undefined) return undefined;
+  return startAdmin({
+    ...config.admin,
+    logger: shared.logger,
+    metrics: shared.metrics,
+    store: () => running().store,
+    rls: () => running().gateway.rls,
+  });
+}
+
+/** The Envoy rate limit service's gRPC listener, when `grpc` is configured. */
+async function grpcFor(
+  config: GatewayConfig,
+  shared: Shared,
+  running: () => Running,
+): Promise<GrpcListener | undefined> {
+  if (config.grpc === undefined) return undefined;
+  return startGrpc({
+    host: config.host,
+    port: config.grpc.port,
+    logger: shared.logger,
+    service: () => running().gateway.rls,
+    healthy: async () => {
+      const { draining, store } = running();
+      if (draining) return false;
+      return store.ping(1000).then(
+        () => true,
+        () => false,
+      );
+    },
+  });
+}
+
+/** The gRPC listener as something closingOnFailure can close (at once). */
+function grpcClosing(grpc: GrpcListener | undefined) {
+  return grpc === undefined ? undefined : { close: () => grpc.close(0) };
+}
+
+/** The one server that owns the public socket and every connection, across generations. */
+function createEdgeServer(
+  config: GatewayConfig,
+  logger: Logger,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): Server {
+  const server = createServer(edgeServerOptions(config.clientTimeoutMs), handle);
   answerClientErrors(server, logger);
+  return server;
+}
+
+async function listen(server: Server, config: GatewayConfig): Promise<void> {
   try {
     server.listen(config.port, config.host);
     await once(server, 'listening');
   } catch (error) {
-    await gateway.close();
-    await admin?.close();
-    await store.close();
     throw new RuntimeFailure(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
+}
+
+function logListening({ server, config, admin, grpc, store, shared }: Running): void {
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
-  logger.info('listening', {
+  shared.logger.info('listening', {
     url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
     upstream: config.upstream === undefined ? 'demo' : redactUrl(config.upstream.href),
     admin: admin?.url ?? 'off',
+    ...(grpc !== undefined ? { grpc: grpc.address } : {}),
     store: store.label,
     ...summary(config),
   });
-
-  // SIGHUP: one reload at a time; a signal during a reload schedules one more.
-  let reloading: Promise<void> | undefined;
-  let again = false;
-  async function reload(): Promise<void> {
-    logger.info('reload_started');
-    let next: GatewayConfig;
-    try {
-      next = await loadConfig(parsed);
-    } catch (error) {
-      metrics.reloads.inc({ result: 'failed' });
-      logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
-      return;
-    }
-    if (
-      next.host !== config.host ||
-      next.port !== config.port ||
-      JSON.stringify(next.admin) !== JSON.stringify(config.admin)
-    ) {
-      logger.warn('reload_listen_unchanged', { detail: 'host, port and admin changes need a restart' });
-    }
-    for (const warning of configWarnings(next)) logger.warn('config_warning', { detail: warning });
-    const previousStore = store;
-    let nextStore = store;
-    try {
-      if (!sameTarget(next.redis, store.target)) nextStore = await openStore(next.redis, logger, metrics);
-      const nextGateway = await buildGateway({
-        config: next,
-        store: nextStore,
-        ...shared,
-        ...(apiKeySecret ? { apiKeySecret } : {}),
-      });
-      const previous = gateway;
-      gateway = nextGateway;
-      config = next;
-      server.headersTimeout = next.clientTimeoutMs;
-      store = nextStore;
-      metrics.reloads.inc({ result: 'ok' });
-      logger.info('reloaded', { store: store.label, ...summary(config) });
-      retire(previous, previousStore !== store ? previousStore : undefined);
-    } catch (error) {
-      if (nextStore !== previousStore) await nextStore.close();
-      metrics.reloads.inc({ result: 'failed' });
-      logger.error('reload_failed', { error: (error as Error).message, kept: 'previous configuration' });
-    }
-  }
-  // A replaced generation finishes its requests in the background (no deadline: it may be
-  // streaming), then closes; so does a replaced store once its last generation is gone.
-  const retiring = new Set<Gateway>();
-  function retire(previous: Gateway, previousStore: StoreHandle | undefined): void {
-    retiring.add(previous);
-    void previous
-      .drain()
-      .then(async () => {
-        await previous.close();
-        await previousStore?.close();
-      })
-      .catch((error) => logger.error('retire_error', { error }))
-      .finally(() => retiring.delete(previous));
-  }
-
-  const onHangup = () => {
-    if (reloading !== undefined) {
-      again = true;
-      return;
-    }
-    reloading = (async () => {
-      do {
-        again = false;
-        await reload();
-      } while (again);
-      reloading = undefined;
-    })();
-  };
-
-  let resolveDone: (code: number) => void = () => {};
-  const done = new Promise<number>((resolve) => {
-    resolveDone = resolve;
-  });
-  let stopping = false;
-  async function shutdown(signal: string): Promise<void> {
-    if (stopping) return;
-    stopping = true;
-    draining = true;
-    logger.info('shutdown_started', { signal });
-    server.close();
-    server.closeIdleConnections();
-    // Keep-alive connections that finish a response during the drain are closed as they go idle.
-    const sweeper = setInterval(() => server.closeIdleConnections(), 100);
-    await reloading;
-    const drains = await Promise.all(
-      [gateway, ...retiring].map((generation) => generation.drain(config.shutdownTimeoutMs)),
-    );
-    const drained = drains.every(Boolean);
-    clearInterval(sweeper);
-    if (!drained) {
-      logger.warn('shutdown_timeout', {
-        detail: `requests still in flight after ${formatDuration(config.shutdownTimeoutMs)}`,
-      });
-    }
-    // Drained or not, nothing more will be answered: close what is left (idle keep-alive sockets).
-    server.closeAllConnections();
-    try {
-      await Promise.all([gateway, ...retiring].map((generation) => generation.close()));
-      await admin?.close();
-      await store.close();
-    } catch (error) {
-      logger.error('shutdown_error', { error });
-    }
-    process.off('SIGHUP', onHangup);
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
-    logger.info('stopped', { signal, drained });
-    resolveDone(EXIT_OK);
-  }
-  const onTerm = () => void shutdown('SIGTERM');
-  const onInt = () => void shutdown('SIGINT');
-  process.on('SIGHUP', onHangup);
-  process.on('SIGTERM', onTerm);
-  process.on('SIGINT', onInt);
-  server.on('error', (error) => {
-    logger.error('server_error', { error });
-    if (!stopping) {
-      stopping = true;
-      resolveDone(EXIT_FAILURE);
-    }
-  });
-  return { done };
 }

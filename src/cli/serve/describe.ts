@@ -55,6 +55,7 @@ export function describeConfig(config: GatewayConfig): string {
     `upstream    ${config.upstream === undefined ? 'demo API' : redactUrl(config.upstream.href)}`,
     `store       ${config.redis === undefined ? 'memory' : 'url' in config.redis ? redactUrl(config.redis.url) : `cluster ${config.redis.cluster.join(',')}`} (prefix ${config.prefix}, timeout ${formatDuration(config.storeTimeoutMs)}, on error: ${config.onStoreError})`,
     `headers     ${config.headers === false ? 'none' : [config.headers].flat().join(', ')}`,
+    `grpc        ${config.grpc === undefined ? 'off' : `${config.host}:${config.grpc.port}, Envoy rate limit service, ${config.rls?.size ?? 0} domain(s) from ${config.grpc.config}`}`,
     `keys        ${config.tiers?.keys !== undefined && config.apiKeyHeader !== false ? `API keys listed in tiers.keys (header ${config.apiKeyHeader}), else the client address` : 'the client address'}`,
   ];
   if (config.tiers !== undefined) {

@@ -14,24 +14,22 @@ import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
 import { demoHandler } from './demo.js';
-import { createLimiterCache } from './limiters.js';
+import { createRlsService, type RlsService } from './envoy/service.js';
+import { createLimiterCache, type LimiterCache, type LimiterParts } from './limiters.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
 import { createProxy } from './proxy.js';
 import { pathCaseStrategy, prepareRouting, restoreUrl, routeMatching } from './routing.js';
-import type { StoreHandle } from './store.js';
 import { createPlanOf, keyOption } from './tiers.js';
 
-export interface GatewayParts {
-  config: GatewayConfig;
-  store: StoreHandle;
-  metrics: GatewayMetrics;
-  logger: Logger;
+export interface GatewayParts extends LimiterParts {
   /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
   apiKeySecret?: string;
 }
 
 export interface Gateway {
+  /** The Envoy rate limit service of this generation, when `grpc` is configured. */
+  readonly rls: RlsService | undefined;
   handle(req: IncomingMessage, res: ServerResponse): void;
   /** Resolves true once no request of this generation is in flight; false after `timeoutMs` if given. */
   drain(timeoutMs?: number): Promise<boolean>;
@@ -45,13 +43,33 @@ interface RouteTag {
   cost: number;
 }
 
+type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
 const CATCH_ALL = '/*';
 
 export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   const { config, metrics, logger } = parts;
-  const fastify = await loadFastify();
-  const planOf = createPlanOf(config);
   const anyCaseSensitive = config.routes.some((route) => route.caseSensitive);
+  const app = await createApp(config, anyCaseSensitive);
+  const proxy = proxyFor(parts);
+  const limiters = createLimiterCache(parts);
+  addRequestLog(app, metrics, logger);
+  addErrorHandler(app, logger);
+  await registerRoutes(app, parts, limiters, {
+    anyCaseSensitive,
+    handler: (proxy === undefined ? demoHandler : proxy.handle) as RouteHandler,
+  });
+  await app.ready();
+  const rls =
+    config.grpc === undefined || config.rls === undefined
+      ? undefined
+      : createRlsService({ domains: config.rls, limiters, metrics, headers: config.grpc.headers });
+  return { rls, ...generation(app, metrics, anyCaseSensitive, () => proxy?.close()) };
+}
+
+/** A Fastify app that never listens and never parses bodies (they are streamed to the upstream). */
+async function createApp(config: GatewayConfig, anyCaseSensitive: boolean): Promise<FastifyInstance> {
+  const fastify = await loadFastify();
   const app: FastifyInstance = fastify({
     logger: false,
     ...(anyCaseSensitive
@@ -61,27 +79,30 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     exposeHeadRoutes: false,
     return503OnClosing: false,
   });
-
   // Bodies are streamed, never parsed: the upstream (or the demo's echo) reads them.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+  return app;
+}
 
-  const proxy =
-    config.upstream === undefined
-      ? undefined
-      : createProxy({
-          upstream: config.upstream,
-          timeoutMs: config.upstreamTimeoutMs,
-          clientTimeoutMs: config.clientTimeoutMs,
-          clientConcurrency: config.clientConcurrency,
-          trustProxy: config.trustProxy,
-          onUpstreamError: (reason, error) => {
-            metrics.upstreamErrors.inc({ reason });
-            logger.warn('upstream_error', { reason, error });
-          },
-        });
-  const handler = proxy === undefined ? demoHandler : proxy.handle;
+/** The reverse proxy to the upstream, or undefined for the demo API. */
+function proxyFor({ config, metrics, logger }: GatewayParts) {
+  if (config.upstream === undefined) return undefined;
+  return createProxy({
+    upstream: config.upstream,
+    timeoutMs: config.upstreamTimeoutMs,
+    clientTimeoutMs: config.clientTimeoutMs,
+    clientConcurrency: config.clientConcurrency,
+    trustProxy: config.trustProxy,
+    onUpstreamError: (reason, error) => {
+      metrics.upstreamErrors.inc({ reason });
+      logger.warn('upstream_error', { reason, error });
+    },
+  });
+}
 
+/** One log line and one metric per answered request. */
+function addRequestLog(app: FastifyInstance, metrics: GatewayMetrics, logger: Logger): void {
   app.addHook('onRequest', async (request) => {
     (request as FastifyRequest & { startedAt?: number }).startedAt = performance.now();
     restoreUrl(request.raw);
@@ -110,6 +131,9 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
           }),
     });
   });
+}
+
+function addErrorHandler(app: FastifyInstance, logger: Logger): void {
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
     if (status >= 500) logger.error('request_error', { path: (request.raw.url ?? '/').split('?')[0], error });
@@ -117,9 +141,13 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     const title = status >= 500 ? 'Internal Server Error' : error.message;
     reply.code(status).type('application/problem+json').send({ type: 'about:blank', status, title });
   });
+}
 
-  const limiters = createLimiterCache(parts);
-  const adapterOptions: FloodgateOptions = {
+/** The Fastify adapter's options: keys, plans, headers, and a metric per decision. */
+function adapterOptionsFor(parts: GatewayParts): FloodgateOptions {
+  const { config, metrics } = parts;
+  const planOf = createPlanOf(config);
+  return {
     global: false,
     headers: config.headers,
     ...keyOption(config),
@@ -134,44 +162,61 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
         outcome: decision.allowed ? 'allowed' : 'denied',
       });
       if (decision.degraded) metrics.degraded.inc({ reason: decision.degraded });
-      if (decision.allowed) countSlots(request.raw, decision, tag?.cost ?? 1);
+      if (decision.allowed) countSlots(metrics, request.raw, decision, tag?.cost ?? 1);
     },
   };
+}
 
-  // Each request's response, so the slots its decision holds are counted until it closes.
-  const responses = new WeakMap<IncomingMessage, ServerResponse>();
-  function countSlots(req: IncomingMessage, decision: Decision, cost: number): void {
-    const rules = decision.rules.filter((view) => view.inFlight !== undefined).map((view) => view.rule);
-    const res = responses.get(req);
-    if (rules.length === 0 || res === undefined) return;
-    for (const rule of rules) metrics.slots.add(cost, { rule });
-    res.once('close', () => {
-      for (const rule of rules) metrics.slots.add(-cost, { rule });
-    });
-  }
+// Each request's response (set as the gateway takes the request), so the slots its decision
+// holds are counted until the response closes.
+const responses = new WeakMap<IncomingMessage, ServerResponse>();
 
+function countSlots(metrics: GatewayMetrics, req: IncomingMessage, decision: Decision, cost: number): void {
+  const rules = decision.rules.filter((view) => view.inFlight !== undefined).map((view) => view.rule);
+  const res = responses.get(req);
+  if (rules.length === 0 || res === undefined) return;
+  for (const rule of rules) metrics.slots.add(cost, { rule });
+  res.once('close', () => {
+    for (const rule of rules) metrics.slots.add(-cost, { rule });
+  });
+}
+
+/** Every route (and the catch-all), each under the one limiter of its rules. */
+async function registerRoutes(
+  app: FastifyInstance,
+  parts: GatewayParts,
+  limiters: LimiterCache,
+  options: { anyCaseSensitive: boolean; handler: RouteHandler },
+): Promise<void> {
   await app.register(async function limitedRoutes(scope) {
-    await scope.register(floodgate, adapterOptions);
-    for (const route of withCatchAll(config)) {
+    await scope.register(floodgate, adapterOptionsFor(parts));
+    for (const route of withCatchAll(parts.config)) {
       const rateLimit: FloodgateRouteOptions | false = route.skip
         ? false
         : { limiter: limiters.get(route.rules), ...(route.cost !== 1 ? { cost: route.cost } : {}) };
-      const options = {
+      const routeOptions = {
         method: [...route.methods],
-        ...routeMatching(route.path, route.caseSensitive, anyCaseSensitive),
+        ...routeMatching(route.path, route.caseSensitive, options.anyCaseSensitive),
         config: { rateLimit, gateway: { route: route.name, cost: route.cost } satisfies RouteTag },
-        handler: handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+        handler: options.handler,
       } as RouteOptions;
       try {
-        scope.route(options);
+        scope.route(routeOptions);
       } catch (error) {
         // Fastify's router refuses some patterns (or two that are the same route to it).
         throw new ConfigError(`${route.where}.path: ${(error as Error).message.replace(/\s+/g, ' ')}`);
       }
     }
   });
-  await app.ready();
+}
 
+/** The generation's handle: hands requests to the app and counts them in flight, for drain(). */
+function generation(
+  app: FastifyInstance,
+  metrics: GatewayMetrics,
+  anyCaseSensitive: boolean,
+  closeProxy: () => void,
+): Omit<Gateway, 'rls'> {
   let inFlight = 0;
   let waiters: (() => void)[] = [];
   return {
@@ -204,7 +249,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
       });
     },
     async close() {
-      proxy?.close();
+      closeProxy();
       await app.close();
     },
   };

@@ -4,41 +4,63 @@
  * and metrics. With tiers a limiter holds every plan's rules (`plans`) and each check names one;
  * otherwise it holds the one rule list.
  */
-import { createLimiter, type Limiter, type RuleOptions } from '../../index.js';
-import { DEFAULT_PLAN } from '../config/schema.js';
-import type { GatewayParts } from './gateway.js';
+import { createLimiter, type Limiter, type LimiterOptions, type RuleOptions } from '../../index.js';
+import { DEFAULT_PLAN, type GatewayConfig } from '../config/schema.js';
+import type { Logger } from './log.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { StoreHandle } from './store.js';
 
-export function createLimiterCache(parts: GatewayParts) {
+/** What a generation's limiters are built from; the gateway's parts (gateway.ts) extend it. */
+export interface LimiterParts {
+  config: GatewayConfig;
+  store: StoreHandle;
+  metrics: GatewayMetrics;
+  logger: Logger;
+}
+
+export function createLimiterCache(parts: LimiterParts) {
   const { config, logger, metrics } = parts;
   const cache = new Map<string, Limiter>();
   let lastDegradedLog = 0;
+
+  function cached(signature: string, rules: () => Pick<LimiterOptions, 'rules' | 'plans' | 'defaultPlan'>) {
+    let limiter = cache.get(signature);
+    if (limiter === undefined) {
+      limiter = createLimiter({
+        ...rules(),
+        store: parts.store.store,
+        prefix: config.prefix,
+        timeout: config.storeTimeoutMs,
+        onStoreError: config.onStoreError,
+      });
+      limiter.on('storeError', () => metrics.storeErrors.inc());
+      limiter.on('degraded', ({ reason, cause }) => {
+        const now = Date.now();
+        if (now - lastDegradedLog < 1000) return;
+        lastDegradedLog = now;
+        logger.warn('store_degraded', { reason, policy: config.onStoreError, error: cause });
+      });
+      limiter.on('recovered', () => logger.info('store_recovered', { store: parts.store.label }));
+      cache.set(signature, limiter);
+    }
+    return limiter;
+  }
+
   return {
     /** The limiter of a route's rules per plan (see RouteSpec.rules). */
     get(rulesByPlan: ReadonlyMap<string, readonly RuleOptions[]>): Limiter {
-      const signature = JSON.stringify([...rulesByPlan]);
-      let limiter = cache.get(signature);
-      if (limiter === undefined) {
-        const tiers = config.tiers;
-        limiter = createLimiter({
-          ...(tiers === undefined
-            ? { rules: rulesByPlan.get(DEFAULT_PLAN) ?? [] }
-            : { plans: Object.fromEntries(rulesByPlan), defaultPlan: tiers.default }),
-          store: parts.store.store,
-          prefix: config.prefix,
-          timeout: config.storeTimeoutMs,
-          onStoreError: config.onStoreError,
-        });
-        limiter.on('storeError', () => metrics.storeErrors.inc());
-        limiter.on('degraded', ({ reason, cause }) => {
-          const now = Date.now();
-          if (now - lastDegradedLog < 1000) return;
-          lastDegradedLog = now;
-          logger.warn('store_degraded', { reason, policy: config.onStoreError, error: cause });
-        });
-        limiter.on('recovered', () => logger.info('store_recovered', { store: parts.store.label }));
-        cache.set(signature, limiter);
-      }
-      return limiter;
+      const tiers = config.tiers;
+      return cached(JSON.stringify([...rulesByPlan]), () =>
+        tiers === undefined
+          ? { rules: rulesByPlan.get(DEFAULT_PLAN) ?? [] }
+          : { plans: Object.fromEntries(rulesByPlan), defaultPlan: tiers.default },
+      );
+    },
+    /** The limiter of a plain rule list, outside plans (the Envoy rate limit service's limits). */
+    forRules(rules: readonly RuleOptions[]): Limiter {
+      return cached(JSON.stringify({ rules }), () => ({ rules }));
     },
   };
 }
+
+export type LimiterCache = ReturnType<typeof createLimiterCache>;

@@ -148,6 +148,10 @@ export function gatewayMetrics(registry: Registry = createRegistry()) {
       'floodgate_degraded_decisions_total',
       'Decisions answered by the onStoreError policy because the store failed, timed out or was cut off, by reason.',
     ),
+    rlsDecisions: registry.counter(
+      'floodgate_rls_decisions_total',
+      'Envoy rate limit service decisions per descriptor, by domain, configured descriptor and outcome (ok, over_limit, shadow_over_limit, unlimited, no_limit).',
+    ),
     storeLatency: registry.histogram(
       'floodgate_store_latency_seconds',
       'Time of one store call (one Redis script call), by store and operation.',
