@@ -4,7 +4,6 @@
  * a circuit breaker → decision. Validation happens here, once; the hot path trusts it.
  */
 
-import { EventEmitter } from 'node:events';
 import type { AlgorithmName } from './algorithms/index.js';
 import { createChecks } from './core/check.js';
 import type { Decision } from './core/decision.js';
@@ -23,6 +22,7 @@ import { createSlots } from './core/slots.js';
 import type { CheckOptions, Degraded, ResolvedRule } from './core/types.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
+import { createEmitter } from './emitter.js';
 import { LimiterClosedError } from './errors.js';
 import { createLifecycle } from './lifecycle.js';
 import { checkOptions } from './options.js';
@@ -225,7 +225,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   // Local waits are measured on the store's injected clock when it has one (simulations, tests).
   const clock = store.clock ?? Date.now;
-  const emitter = new EventEmitter();
+  const emitter = createEmitter<LimiterEvents>();
   const overrides = createOverrideCache(OVERRIDE_CACHE_KEYS);
   const admin = createOverrideAdmin({ store, prefix, plans: plans.names });
   const tickets = createTickets();
@@ -317,11 +317,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await slots.releaseAll();
     },
     on(event, listener) {
-      emitter.on(event, listener as (...args: unknown[]) => void);
+      emitter.on(event, listener);
       return this;
     },
     off(event, listener) {
-      emitter.off(event, listener as (...args: unknown[]) => void);
+      emitter.off(event, listener);
       return this;
     },
   };
@@ -362,7 +362,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return limiter;
 }
 
-function resolveStore(store: unknown, option: string): Store {
+/** Validates a store option (`store`, a fallback store): it must implement the Store contract. */
+export function resolveStore(store: unknown, option: string): Store {
   if (
     typeof store !== 'object' ||
     store === null ||

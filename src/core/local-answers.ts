@@ -6,6 +6,7 @@
  * for the event loop's next check phase, which comes after an I/O poll. Process-wide, as the event
  * loop is.
  */
+import { nextTurn } from '../turns.js';
 
 /** Local answers between two turns of the event loop: rare enough not to show in a flood's cost. */
 const RUN = 64;
@@ -24,6 +25,6 @@ function release(): void {
 export function answerLocally<T>(value: T): T | Promise<T> {
   if (++answered < RUN) return value;
   return new Promise((resolve) => {
-    if (parked.push(() => resolve(value)) === 1) setImmediate(release);
+    if (parked.push(() => resolve(value)) === 1) nextTurn(release);
   });
 }

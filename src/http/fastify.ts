@@ -17,7 +17,6 @@
  * app.post('/login', { config: { rateLimit: { rules: { name: 'login', algorithm: 'fixed-window', limit: 5, window: '1m' } } } }, login);
  * app.get('/health', { config: { rateLimit: false } }, () => 'ok');
  */
-import { createHash } from 'node:crypto';
 import type {
   FastifyInstance,
   FastifyPluginAsync,
@@ -35,9 +34,15 @@ import {
   moreRestrictive,
   nodeHeader,
   problemBody,
+  replyTarget,
 } from './guard.js';
-import type { HeaderTarget } from './headers.js';
-import { type HttpOptions, optionalFunction, parseHttpOptions, parseRequestOptions } from './options.js';
+import {
+  type HttpOptions,
+  optionalFunction,
+  parseHttpOptions,
+  parseRequestOptions,
+  scopedPrefix,
+} from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 export type { HeaderStyle } from './headers.js';
@@ -71,8 +76,6 @@ export interface FloodgateOptions extends FloodgateRouteOptions {
 }
 
 const ROUTE_OPTIONS = ['onLimited'];
-/** Must match createLimiter's prefix rule. */
-const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
 
 /**
  * Routes whose `config.rateLimit` a registration has already applied: when floodgate is
@@ -97,19 +100,6 @@ function buildRouteGuard(options: FloodgateRouteOptions, adapter: string): Route
   };
 }
 
-function replyTarget(reply: FastifyReply): HeaderTarget {
-  return {
-    get(name) {
-      const value = reply.getHeader(name);
-      if (value === undefined) return undefined;
-      return Array.isArray(value) ? value.join(', ') : String(value);
-    },
-    set(name, value) {
-      reply.header(name, value);
-    },
-  };
-}
-
 async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, reply: FastifyReply) {
   const decision = await guard.check(request);
   if (decision === undefined) return;
@@ -123,13 +113,10 @@ async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, 
   return reply;
 }
 
-/** A readable, valid key prefix for a route's own limiter; a digest when the URL does not fit. */
+/** The key prefix of a route's own limiter: readable, or a digest when the URL does not fit. */
 function routePrefix(base: string, route: RouteOptions): string {
   const methods = (Array.isArray(route.method) ? route.method : [route.method]).join('+');
-  const readable = `${base}:${methods}:${route.url}`;
-  if (PREFIX.test(readable)) return readable;
-  const digest = createHash('sha256').update(`${methods} ${route.url}`).digest('base64url').slice(0, 16);
-  return `${base.slice(0, 40)}:route~${digest}`;
+  return scopedPrefix(base, `${methods}:${route.url}`, `${methods} ${route.url}`);
 }
 
 async function floodgatePlugin(app: FastifyInstance, options: FloodgateOptions): Promise<void> {

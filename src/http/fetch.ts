@@ -19,12 +19,11 @@
  * };
  */
 import type { Decision } from '../core/decision.js';
-import { createGuard, problemBody } from './guard.js';
-import type { HeaderTarget } from './headers.js';
+import { createGuard } from './guard.js';
 import type { Unhold } from './hold.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
+import { headersTarget, problemResponse, releasedWhenSent, withHeaders, writeHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -62,13 +61,6 @@ export interface FetchGuard {
   withHeaders(request: Request, response: Response): Response;
 }
 
-function headersTarget(headers: Headers): HeaderTarget {
-  return {
-    get: (name) => headers.get(name) ?? undefined,
-    set: (name, value) => headers.set(name, value),
-  };
-}
-
 /**
  * Creates a guard for Fetch API handlers.
  * @example const limited = await guard(request, { ip }); if (limited) return limited;
@@ -103,74 +95,22 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
       }
       return null;
     }
-    if (onLimited === undefined) {
-      headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
-      return new Response(problemBody(decision), { status: 429, headers });
-    }
-    return addMissing(await onLimited(request, decision), headers);
+    if (onLimited === undefined) return problemResponse(decision, headers);
+    return withHeaders(await onLimited(request, decision), headers, true);
   }
 
   return Object.assign(floodgateFetchGuard, {
     decisionFor: function decisionFor(request: Request) {
       return decisions.get(request);
     },
-    withHeaders: function withHeaders(request: Request, response: Response) {
+    withHeaders: function withDecisionHeaders(request: Request, response: Response) {
       const decision = decisions.get(request);
       if (decision === undefined) return response;
       const unhold = holds.get(request);
       holds.delete(request);
-      let target = unhold === undefined ? response : releasedWhenSent(response, unhold);
-      try {
-        // The first write throws if the headers are immutable, before anything is written.
-        guard.respond(decision, headersTarget(target.headers));
-      } catch {
-        target = new Response(response.body, response);
-        guard.respond(decision, headersTarget(target.headers));
-      }
-      return target;
+      const sent = unhold === undefined ? response : releasedWhenSent(response, unhold);
+      // Merged with what the response carries, e.g. another guard's headers (see headers.ts).
+      return writeHeaders(sent, (target) => guard.respond(decision, headersTarget(target)));
     },
   });
-}
-
-/** A copy of `response` whose body calls `unhold` once it has been read to its end, failed or been cancelled. */
-function releasedWhenSent(response: Response, unhold: Unhold): Response {
-  const source = response.body;
-  if (source === null) {
-    unhold();
-    return response;
-  }
-  const reader = source.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (!done) return controller.enqueue(value);
-        unhold();
-        controller.close();
-      } catch (error) {
-        unhold();
-        controller.error(error);
-      }
-    },
-    cancel(reason) {
-      unhold();
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(body, response);
-}
-
-/** Adds each header the response does not set itself; copies the response if its headers are immutable. */
-function addMissing(response: Response, headers: Headers): Response {
-  let target = response;
-  for (const [name, value] of headers) {
-    if (target.headers.has(name)) continue;
-    try {
-      target.headers.set(name, value);
-    } catch {
-      target = new Response(target.body, target);
-      target.headers.set(name, value);
-    }
-  }
-  return target;
 }

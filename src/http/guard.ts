@@ -151,3 +151,20 @@ export function nodeHeaderTarget(res: {
     },
   };
 }
+
+/** Adapts a reply with `getHeader`/`header` (Fastify's, also under NestJS) to a HeaderTarget. */
+export function replyTarget(reply: {
+  getHeader(name: string): unknown;
+  header(name: string, value: string): unknown;
+}): HeaderTarget {
+  return {
+    get(name) {
+      const value = reply.getHeader(name);
+      if (value === undefined) return undefined;
+      return Array.isArray(value) ? value.join(', ') : String(value);
+    },
+    set(name, value) {
+      reply.header(name, value);
+    },
+  };
+}

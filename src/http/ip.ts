@@ -4,7 +4,35 @@
  * one client has one key whichever stack it came in on; other IPv6 addresses are grouped by a
  * prefix (default /64, one customer's subnet) so a host cannot rotate through its own subnet.
  */
-import { isIPv4, isIPv6 } from 'node:net';
+
+// Node's own address grammar (lib/internal/net.js), in Web-standard code: this module runs
+// wherever the fetch guard does, without `node:net`.
+const V4_SEG = '(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])';
+const V4 = `(?:${V4_SEG}\\.){3}${V4_SEG}`;
+const V6_SEG = '(?:[0-9a-fA-F]{1,4})';
+const IPV4 = new RegExp(`^${V4}$`);
+const IPV6 = new RegExp(
+  '^(?:' +
+    `(?:${V6_SEG}:){7}(?:${V6_SEG}|:)|` +
+    `(?:${V6_SEG}:){6}(?:${V4}|:${V6_SEG}|:)|` +
+    `(?:${V6_SEG}:){5}(?::${V4}|(?::${V6_SEG}){1,2}|:)|` +
+    `(?:${V6_SEG}:){4}(?:(?::${V6_SEG}){0,1}:${V4}|(?::${V6_SEG}){1,3}|:)|` +
+    `(?:${V6_SEG}:){3}(?:(?::${V6_SEG}){0,2}:${V4}|(?::${V6_SEG}){1,4}|:)|` +
+    `(?:${V6_SEG}:){2}(?:(?::${V6_SEG}){0,3}:${V4}|(?::${V6_SEG}){1,5}|:)|` +
+    `(?:${V6_SEG}:){1}(?:(?::${V6_SEG}){0,4}:${V4}|(?::${V6_SEG}){1,6}|:)|` +
+    `(?::(?:(?::${V6_SEG}){0,5}:${V4}|(?::${V6_SEG}){1,7}|:))` +
+    ')$',
+);
+
+/** Whether `text` is a dotted-quad IPv4 address (as `node:net` `isIPv4`). */
+export function isIPv4(text: string): boolean {
+  return IPV4.test(text);
+}
+
+/** Whether `text` is an IPv6 address without a zone index. */
+function isIPv6(text: string): boolean {
+  return IPV6.test(text);
+}
 
 /** Default IPv6 grouping: a /64 is what one customer is typically assigned. */
 export const DEFAULT_IPV6_SUBNET = 64;
@@ -55,6 +83,20 @@ export function formatIPv6(groups: readonly number[]): string {
   return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
 }
 
+/** An IPv4 address as two 16-bit groups, so that prefixes of both families compare the same way. */
+export function ipv4Groups(text: string): number[] {
+  const [a = 0, b = 0, c = 0, d = 0] = text.split('.').map(Number);
+  return [(a << 8) | b, (c << 8) | d];
+}
+
+/** `groups` with every bit past the first `bits` cleared. */
+export function maskGroups(groups: readonly number[], bits: number): number[] {
+  return groups.map((group, index) => {
+    const kept = Math.min(16, Math.max(0, bits - index * 16));
+    return kept === 0 ? 0 : group & ((0xffff << (16 - kept)) & 0xffff);
+  });
+}
+
 /** The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`), if it is one. */
 function mappedIPv4(groups: readonly number[]): string | undefined {
   for (let i = 0; i < 5; i++) if (groups[i] !== 0) return undefined;
@@ -89,9 +131,5 @@ export function ipIdentity(text: string | undefined, subnet = DEFAULT_IPV6_SUBNE
   if (groups === undefined) return undefined;
   const mapped = mappedIPv4(groups);
   if (mapped !== undefined) return mapped;
-  const masked = groups.map((group, index) => {
-    const bits = Math.min(16, Math.max(0, subnet - index * 16));
-    return bits === 0 ? 0 : group & ((0xffff << (16 - bits)) & 0xffff);
-  });
-  return `${formatIPv6(masked)}/${subnet}`;
+  return `${formatIPv6(maskGroups(groups, subnet))}/${subnet}`;
 }

@@ -5,6 +5,7 @@
  */
 
 import type { Decision } from '../core/decision.js';
+import { base64url, sha256, utf8 } from '../core/sha256.js';
 import { describe } from '../describe.js';
 import { createLimiter, type Limiter } from '../limiter.js';
 import { checkOptions } from '../options.js';
@@ -200,7 +201,7 @@ function parseKeyPolicy(
   }
   return {
     apiKeyHeader: apiKeyHeader === false ? undefined : apiKeyHeader.toLowerCase(),
-    apiKeySecret: apiKeySecret === undefined ? undefined : Buffer.from(apiKeySecret, 'utf8'),
+    apiKeySecret: apiKeySecret === undefined ? undefined : utf8(apiKeySecret),
     ipv6Subnet,
   };
 }
@@ -211,4 +212,18 @@ export function optionalFunction<F>(value: F | undefined, option: string): F | u
     throw new TypeError(`${option}: expected a function, got ${describe(value)}`);
   }
   return value;
+}
+
+/** Must match createLimiter's prefix rule. */
+const PREFIX = /^[A-Za-z0-9_.:@/+=~-]{1,64}$/;
+
+/**
+ * The key prefix of a limiter scoped to one route: `<base>:<scope>` when that is a valid prefix,
+ * else `<base>:route~<digest of digestSource>`, so every route gets counts of its own.
+ */
+export function scopedPrefix(base: string, scope: string, digestSource = scope): string {
+  const readable = `${base}:${scope}`;
+  if (PREFIX.test(readable)) return readable;
+  const digest = base64url(sha256(utf8(digestSource))).slice(0, 16);
+  return `${base.slice(0, 40)}:route~${digest}`;
 }

@@ -6,9 +6,8 @@
  * the chain of trusted proxies reaches: walking from the nearest hop (the socket peer) outwards,
  * each hop is believed only if the hop before it was a trusted proxy.
  */
-import { BlockList } from 'node:net';
 import { describe } from '../describe.js';
-import { canonicalIp } from './ip.js';
+import { canonicalIp, ipv4Groups, maskGroups, parseIPv6 } from './ip.js';
 
 /**
  * `false` (default): the socket's peer is the client, `X-Forwarded-For` is ignored.
@@ -49,9 +48,9 @@ export function parseTrustProxy(value: unknown, option = 'trustProxy'): ProxyTru
       `${option}: expected false, true, a number of hops, or addresses/CIDRs/'loopback'/'linklocal'/'uniquelocal', got ${describe(value)}`,
     );
   }
-  const trusted = new BlockList();
+  const trusted: Range[] = [];
   for (const entry of entries) {
-    for (const range of NAMED_RANGES[entry as string] ?? [entry]) addRange(trusted, range, option);
+    for (const range of NAMED_RANGES[entry as string] ?? [entry]) trusted.push(parseRange(range, option));
   }
   return (hops) => {
     let index = 0;
@@ -60,24 +59,42 @@ export function parseTrustProxy(value: unknown, option = 'trustProxy'): ProxyTru
   };
 }
 
-function addRange(list: BlockList, range: unknown, option: string): void {
+/** A trusted network: its address family, its masked 16-bit groups and its prefix length. */
+interface Range {
+  readonly ipv6: boolean;
+  readonly network: readonly number[];
+  readonly bits: number;
+}
+
+/** An address in canonical form (see canonicalIp) as its family and 16-bit groups. */
+function groupsOf(address: string): { ipv6: boolean; groups: number[] } {
+  const ipv6 = address.includes(':');
+  return { ipv6, groups: ipv6 ? (parseIPv6(address) as number[]) : ipv4Groups(address) };
+}
+
+function parseRange(range: unknown, option: string): Range {
   const text = typeof range === 'string' ? range : '';
   const slash = text.indexOf('/');
   const address = canonicalIp(slash < 0 ? text : text.slice(0, slash));
-  const family = address?.includes(':') ? 'ipv6' : 'ipv4';
-  const bits = slash < 0 ? (family === 'ipv6' ? 128 : 32) : Number(text.slice(slash + 1));
-  if (address === undefined || !Number.isInteger(bits) || bits < 0 || bits > (family === 'ipv6' ? 128 : 32)) {
+  const ipv6 = address?.includes(':') === true;
+  const width = ipv6 ? 128 : 32;
+  const bits = slash < 0 ? width : Number(text.slice(slash + 1));
+  if (address === undefined || !Number.isInteger(bits) || bits < 0 || bits > width) {
     throw new RangeError(
       `${option}: ${describe(range)} is not an IP address, a CIDR such as '10.0.0.0/8', or one of 'loopback', 'linklocal', 'uniquelocal'`,
     );
   }
-  list.addSubnet(address, bits, family);
+  return { ipv6, network: maskGroups(groupsOf(address).groups, bits), bits };
 }
 
-function isTrusted(list: BlockList, hop: string | undefined): boolean {
+function isTrusted(ranges: readonly Range[], hop: string | undefined): boolean {
   const address = canonicalIp(hop);
   if (address === undefined) return false;
-  return list.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+  const { ipv6, groups } = groupsOf(address);
+  return ranges.some(
+    (range) =>
+      range.ipv6 === ipv6 && maskGroups(groups, range.bits).every((group, i) => group === range.network[i]),
+  );
 }
 
 /**

@@ -5,7 +5,7 @@
  * the store, so they never sit in Redis or in logs in clear. The two kinds of key live in
  * separate namespaces (`key:` and `ip:`), so no address can collide with an API key.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { base64url, hmacSha256, sha256, utf8 } from '../core/sha256.js';
 import { DEFAULT_IPV6_SUBNET, ipIdentity } from './ip.js';
 
 /** API keys longer than this are treated as malformed (no real key is kilobytes long). */
@@ -19,7 +19,7 @@ export interface KeyPolicy {
   /** Header whose every well-formed value is a key of its own (lowercase), or `undefined`: address only. */
   readonly apiKeyHeader: string | undefined;
   /** HMAC secret for API keys; without one, a plain SHA-256 with a fixed label. */
-  readonly apiKeySecret: Buffer | undefined;
+  readonly apiKeySecret: Uint8Array | undefined;
   /** IPv6 grouping prefix length. */
   readonly ipv6Subnet: number;
 }
@@ -49,13 +49,13 @@ export function apiKeyFrom(value: string | undefined): string | undefined {
   return key;
 }
 
+/** What a plain (secret-less) API key digest starts with, so it is never some other SHA-256 use's. */
+const PLAIN_LABEL = utf8('floodgate api key\0');
+
 /** A one-way digest of an API key, safe to store and log: `key:<base64url SHA-256>`. */
 export function hashApiKey(apiKey: string, secret: Uint8Array | undefined): string {
-  const digest =
-    secret === undefined
-      ? createHash('sha256').update('floodgate api key\0').update(apiKey)
-      : createHmac('sha256', secret).update(apiKey);
-  return `key:${digest.digest('base64url')}`;
+  const digest = secret === undefined ? sha256(PLAIN_LABEL, utf8(apiKey)) : hmacSha256(secret, utf8(apiKey));
+  return `key:${base64url(digest)}`;
 }
 
 /** The address part of a key: `ip:192.0.2.1`, `ip:2001:db8:1:2::/64`, or `ip:unknown`. */

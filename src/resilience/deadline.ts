@@ -9,6 +9,7 @@
  * the loop has polled for I/O once more (setImmediate): a reply that arrived in time but sat in the
  * socket while the loop was busy (a long synchronous handler, a GC pause) wins over the timer.
  */
+import { nextTurn, unref } from '../turns.js';
 
 /** Returned instead of a value when the deadline passed first. */
 export const TIMED_OUT: unique symbol = Symbol('floodgate.timedOut');
@@ -40,7 +41,7 @@ export function createDeadlines(ms: number): Deadlines {
   let started = 0;
   let starting = false;
   let judging = false;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
 
   /** Starts the clock of every entry set since the last check phase: they share one expiry. */
   function start(): void {
@@ -55,7 +56,8 @@ export function createDeadlines(ms: number): Deadlines {
   function expire(): void {
     timer = undefined;
     judging = true;
-    setImmediate(judge, performance.now());
+    const cutoff = performance.now();
+    nextTurn(() => judge(cutoff));
   }
 
   function judge(cutoff: number): void {
@@ -83,7 +85,7 @@ export function createDeadlines(ms: number): Deadlines {
     const delay = Math.max(0, (queue[first] as Waiting).expiresAt - performance.now());
     timer = setTimeout(expire, delay);
     // A pending deadline must not keep the process alive on its own.
-    timer.unref();
+    unref(timer);
   }
 
   return {
@@ -93,7 +95,7 @@ export function createDeadlines(ms: number): Deadlines {
         queue.push(waiting);
         if (!starting) {
           starting = true;
-          setImmediate(start);
+          nextTurn(start);
         }
         work.then(
           (value) => {

@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -78,11 +78,23 @@ const LINKED = [
   '@types/node',
   '@types/express',
   '@types/express-serve-static-core',
+  'hono',
+  '@hono/node-server',
+  'koa',
+  '@types/koa',
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  '@nestjs/throttler',
+  'reflect-metadata',
+  'rxjs',
 ];
 
 const TSCONFIG = {
   compilerOptions: {
     strict: true,
+    // NestJS decorators (the legacy form Nest is written for).
+    experimentalDecorators: true,
     module: 'nodenext',
     moduleResolution: 'nodenext',
     target: 'es2022',
@@ -139,11 +151,13 @@ export async function checkSnippets(options: {
   const { root, dir, snippets } = options;
   await mkdir(join(dir, 'src'), { recursive: true });
   const modules = join(dir, '..', 'node_modules');
-  await mkdir(join(modules, '@types'), { recursive: true });
-  for (const name of LINKED)
+  for (const name of LINKED) {
+    // Scoped packages (@types/…, @nestjs/…) go into their scope's folder.
+    await mkdir(dirname(join(modules, name)), { recursive: true });
     await symlink(join(root, 'node_modules', name), join(modules, name), 'dir').catch((error) => {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     });
+  }
   await writeFile(join(dir, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
   await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(TSCONFIG));
   await writeFile(join(dir, 'run.mjs'), RUNNER);

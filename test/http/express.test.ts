@@ -3,22 +3,14 @@ import express from 'express';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/express.js';
-import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
+import { createLimiter, redisStore } from '../../src/index.js';
 import { type App, listen } from './support/apps.js';
 import { integerField, listField } from './support/client.js';
-import { runAdapterSuite } from './support/suite.js';
+import { runAdapterSuiteOnStores } from './support/suite.js';
 
 let client: Redis;
-useRedisServer((started) => {
-  client = started.client;
-});
-
-runAdapterSuite('express', { name: 'memory', store: () => memoryStore() });
-runAdapterSuite('express', {
-  name: 'redis',
-  store: () => redisStore({ client }),
-  keys: () => client.keys('*'),
+runAdapterSuiteOnStores('express', (started) => {
+  client = started;
 });
 
 describe('express specifics', () => {

@@ -3,21 +3,13 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { floodgate } from '../../src/http/fastify.js';
-import { createLimiter, memoryStore, type RuleOptions, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
+import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { integerField, listField } from './support/client.js';
-import { runAdapterSuite } from './support/suite.js';
+import { runAdapterSuiteOnStores } from './support/suite.js';
 
 let client: Redis;
-useRedisServer((started) => {
-  client = started.client;
-});
-
-runAdapterSuite('fastify', { name: 'memory', store: () => memoryStore() });
-runAdapterSuite('fastify', {
-  name: 'redis',
-  store: () => redisStore({ client }),
-  keys: () => client.keys('*'),
+runAdapterSuiteOnStores('fastify', (started) => {
+  client = started;
 });
 
 describe('fastify specifics', () => {

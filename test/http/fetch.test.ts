@@ -1,21 +1,12 @@
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { apiKeyOrAddress, createFetchGuard } from '../../src/http/fetch.js';
-import { memoryStore, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
 import { integerField, listField, retryAfter } from './support/client.js';
-import { runAdapterSuite } from './support/suite.js';
+import { runAdapterSuiteOnStores } from './support/suite.js';
 
-let client: Redis;
-useRedisServer((started) => {
-  client = started.client;
-});
-
-runAdapterSuite('fetch', { name: 'memory', store: () => memoryStore() });
-runAdapterSuite('fetch', {
-  name: 'redis',
-  store: () => redisStore({ client }),
-  keys: () => client.keys('*'),
+let _client: Redis;
+runAdapterSuiteOnStores('fetch', (started) => {
+  _client = started;
 });
 
 describe('fetch guard on Request objects', () => {
@@ -51,6 +42,20 @@ describe('fetch guard on Request objects', () => {
     expect(guard.decisionFor(request())).toBeUndefined();
     const untouched = new Response('x');
     expect(guard.withHeaders(request(), untouched)).toBe(untouched);
+  });
+
+  it('two guards on one request: withHeaders of each merges the list fields, draft-6 keeps the stricter', async () => {
+    const global = createFetchGuard({ rules: { ...rules, name: 'global', limit: 10 } });
+    const route = createFetchGuard({ rules: { ...rules, name: 'route', limit: 3 } });
+    const checked = request();
+    expect(await global(checked, { ip: '192.0.2.9' })).toBeNull();
+    expect(await route(checked, { ip: '192.0.2.9' })).toBeNull();
+    const response = route.withHeaders(checked, global.withHeaders(checked, new Response('ok')));
+    expect(listField(response, 'RateLimit-Policy')).toEqual([
+      { name: 10, params: { w: 60 } },
+      { name: 3, params: { w: 60 } },
+    ]);
+    expect(integerField(response, 'RateLimit-Remaining')).toBe(2);
   });
 
   it('shares one bucket among requests whose address is unknown', async () => {

@@ -2,21 +2,13 @@ import { createServer } from 'node:http';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpGuard, type HttpGuard, type RateLimitedRequest } from '../../src/http/node.js';
-import { memoryStore, redisStore } from '../../src/index.js';
-import { useRedisServer } from '../support/redis-server.js';
+import { redisStore } from '../../src/index.js';
 import { listen } from './support/apps.js';
-import { runAdapterSuite } from './support/suite.js';
+import { runAdapterSuiteOnStores } from './support/suite.js';
 
 let client: Redis;
-useRedisServer((started) => {
-  client = started.client;
-});
-
-runAdapterSuite('node', { name: 'memory', store: () => memoryStore() });
-runAdapterSuite('node', {
-  name: 'redis',
-  store: () => redisStore({ client }),
-  keys: () => client.keys('*'),
+runAdapterSuiteOnStores('node', (started) => {
+  client = started;
 });
 
 describe('node:http specifics', () => {

@@ -3,6 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/express.js';
 import { floodgate } from '../../src/http/fastify.js';
 import { createFetchGuard } from '../../src/http/fetch.js';
+import { rateLimit as honoRateLimit } from '../../src/http/hono.js';
+import { rateLimit as koaRateLimit } from '../../src/http/koa.js';
+import { FloodgateGuard, type FloodgateGuardOptions } from '../../src/http/nestjs.js';
 import { createHttpGuard } from '../../src/http/node.js';
 import { createLimiter, memoryStore } from '../../src/index.js';
 
@@ -14,6 +17,9 @@ const ADAPTERS: [string, (options: never) => unknown][] = [
   ['rateLimit', rateLimit as (options: never) => unknown],
   ['createHttpGuard', createHttpGuard as (options: never) => unknown],
   ['createFetchGuard', createFetchGuard as (options: never) => unknown],
+  ['rateLimit', honoRateLimit as (options: never) => unknown],
+  ['rateLimit', koaRateLimit as (options: never) => unknown],
+  ['FloodgateGuard', (options: FloodgateGuardOptions) => new FloodgateGuard(options)],
 ];
 
 describe.each(ADAPTERS)('%s options', (name, create) => {

@@ -1,3 +1,6 @@
+import { createHash, createHmac } from 'node:crypto';
+import { BlockList, isIP } from 'node:net';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalIp, formatIPv6, ipIdentity, parseIPv6 } from '../../src/http/ip.js';
 import { apiKeyOrAddress, KNOWN_KEY_RESOLVER } from '../../src/http/known-key.js';
@@ -40,6 +43,33 @@ describe('client addresses', () => {
     expect(ipIdentity('2001:db8::1', 128)).toBe('2001:db8::1/128');
     expect(ipIdentity('2001:db8::1', 1)).toBe('::/1');
     expect(ipIdentity('::1')).toBe('::/64');
+  });
+
+  it('accepts exactly the addresses node:net accepts (the grammar is written without node:net)', () => {
+    const octet = fc.oneof(
+      fc.integer({ min: 0, max: 300 }).map(String),
+      fc.constantFrom('00', '01', '1e1', ''),
+    );
+    const group = fc.oneof(
+      fc.integer({ min: 0, max: 0x1ffff }).map((n) => n.toString(16)),
+      fc.constant(''),
+    );
+    const text = fc.oneof(
+      fc.array(octet, { minLength: 3, maxLength: 5 }).map((parts) => parts.join('.')),
+      fc
+        .tuple(
+          fc.array(group, { minLength: 1, maxLength: 10 }),
+          fc.option(fc.array(octet, { minLength: 4, maxLength: 4 })),
+        )
+        .map(([groups, v4]) => groups.join(':') + (v4 === null ? '' : `:${v4.join('.')}`)),
+      fc.stringMatching(/^[0-9a-fA-F:.]{0,45}$/),
+    );
+    fc.assert(
+      fc.property(text, (candidate) => {
+        expect(canonicalIp(candidate) !== undefined, candidate).toBe(isIP(candidate) !== 0);
+      }),
+      { numRuns: 5000 },
+    );
   });
 
   it('refuses what is not an address', () => {
@@ -86,6 +116,16 @@ describe('API keys', () => {
     expect(keyed).toMatch(/^key:[A-Za-z0-9_-]{43}$/);
     expect(keyed).not.toBe(plain);
     expect(hashApiKey('sk_live_124', undefined)).not.toBe(plain);
+  });
+
+  it('hashes exactly as node:crypto SHA-256 and HMAC-SHA-256 (the digests are written without it)', () => {
+    const label = 'floodgate api key\0';
+    expect(hashApiKey('sk_live_123', undefined)).toBe(
+      `key:${createHash('sha256').update(label).update('sk_live_123').digest('base64url')}`,
+    );
+    expect(hashApiKey('sk_live_123', new TextEncoder().encode('server secret'))).toBe(
+      `key:${createHmac('sha256', 'server secret').update('sk_live_123').digest('base64url')}`,
+    );
   });
 
   it('builds the default key from the API key, else the address', () => {
@@ -170,6 +210,36 @@ describe('trusted proxies (node:http and Fetch guards)', () => {
     expect(clientAddress(peer, 'garbage', parseTrustProxy('loopback'))).toBe('garbage');
     expect(clientAddress(peer, xff, parseTrustProxy('uniquelocal'))).toBe(peer);
     expect(clientAddress('fe80::1', '2001:db8::7', parseTrustProxy('linklocal'))).toBe('2001:db8::7');
+  });
+
+  it('matches CIDR ranges exactly as node:net BlockList does', () => {
+    const v4 = fc
+      .tuple(...Array.from({ length: 4 }, () => fc.integer({ min: 0, max: 255 })))
+      .map((o) => o.join('.'));
+    const v6 = fc
+      .array(fc.integer({ min: 0, max: 0xffff }), { minLength: 8, maxLength: 8 })
+      .map((groups) => groups.map((g) => g.toString(16)).join(':'));
+    const pair = fc.oneof(
+      fc.tuple(v4, fc.integer({ min: 0, max: 32 }), v4),
+      fc.tuple(v6, fc.integer({ min: 0, max: 128 }), v6),
+    );
+    fc.assert(
+      fc.property(pair, fc.boolean(), ([network, bits, address], near) => {
+        const family = address.includes(':') ? 'ipv6' : 'ipv4';
+        // Half the time the address shares the network's first groups, so matches are common.
+        const hop =
+          near && family === 'ipv4'
+            ? `${network.split('.').slice(0, 3).join('.')}.${address.split('.')[3]}`
+            : address;
+        const list = new BlockList();
+        list.addSubnet(network, bits, family);
+        const trust = parseTrustProxy(`${network}/${bits}`);
+        expect(trust([hop, '203.0.113.1']) === 1, `${hop} in ${network}/${bits}`).toBe(
+          list.check(hop, family),
+        );
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   it('trusts every hop with true', () => {

@@ -7,14 +7,21 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAdaptorServer } from '@hono/node-server';
 import express from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
+import Koa from 'koa';
+import Koa2 from 'koa2';
 import { rateLimit } from '../../../src/http/express.js';
 import { floodgate } from '../../../src/http/fastify.js';
 import { createFetchGuard } from '../../../src/http/fetch.js';
 import type { HeaderStyle } from '../../../src/http/headers.js';
+import { rateLimit as honoRateLimit } from '../../../src/http/hono.js';
+import { rateLimit as koaRateLimit } from '../../../src/http/koa.js';
 import { createHttpGuard, type RateLimitedRequest } from '../../../src/http/node.js';
 import { apiKeyOrAddress, type Decision, type Limiter } from '../../../src/index.js';
+import { nestStarter } from './nest.js';
 
 export interface AppSpec {
   limiter: Limiter;
@@ -34,7 +41,7 @@ export interface AppSpec {
 }
 
 /** The adapter options of `spec.apiKeys`. */
-function keyOptions(spec: AppSpec) {
+export function keyOptions(spec: AppSpec) {
   if (spec.apiKeys === undefined) return {};
   if (spec.apiKeys === 'any') return { apiKeyHeader: 'x-api-key' };
   return { key: apiKeyOrAddress({ header: 'X-Api-Key', known: spec.apiKeys }) };
@@ -46,7 +53,16 @@ export interface App {
   close(): Promise<void>;
 }
 
-export type AdapterName = 'express' | 'fastify' | 'node' | 'fetch';
+export type AdapterName =
+  | 'express'
+  | 'fastify'
+  | 'node'
+  | 'fetch'
+  | 'hono'
+  | 'koa'
+  | 'koa2'
+  | 'nest-express'
+  | 'nest-fastify';
 export type StartApp = (spec: AppSpec) => Promise<App>;
 
 /** Async on purpose: cost functions may look things up. */
@@ -183,9 +199,63 @@ export const startFetch: StartApp = async (spec) => {
   return listen(server);
 };
 
+/** Hono on `@hono/node-server`, the address from the Node bindings (no `ip` option). */
+export const startHono: StartApp = async (spec) => {
+  const app = new Hono();
+  app.use(
+    honoRateLimit({
+      limiter: spec.limiter,
+      ...keyOptions(spec),
+      ...(spec.headers === undefined ? {} : { headers: spec.headers }),
+      ...(spec.costHeader ? { cost: (c) => costFrom(c.req.header('x-cost')) } : {}),
+      skip: (c) => skipHealth(c.req.path),
+      ...(spec.trustLoopbackProxy ? { trustProxy: 'loopback' } : {}),
+      ...(spec.onDecision ? { onDecision: (_c, decision) => spec.onDecision?.(decision) } : {}),
+      ...(spec.customLimited ? { onLimited: () => new Response('custom', { status: 418 }) } : {}),
+    }),
+  );
+  app.all('*', (c) => c.json({ remaining: c.get('rateLimit')?.remaining ?? null }));
+  return listen(createAdaptorServer({ fetch: app.fetch }) as Server);
+};
+
+/** A Koa app (3, or 2 through the `koa2` alias); `app.proxy` is Koa's own trust-proxy switch. */
+function koaStarter(Application: typeof Koa): StartApp {
+  return async (spec) => {
+    const app = new Application({ proxy: spec.trustLoopbackProxy === true });
+    app.silent = true;
+    app.use(
+      koaRateLimit({
+        limiter: spec.limiter,
+        ...keyOptions(spec),
+        ...(spec.headers === undefined ? {} : { headers: spec.headers }),
+        ...(spec.costHeader ? { cost: (ctx) => costFrom(ctx.headers['x-cost']) } : {}),
+        skip: (ctx) => skipHealth(ctx.path),
+        ...(spec.onDecision ? { onDecision: (_ctx, decision) => spec.onDecision?.(decision) } : {}),
+        ...(spec.customLimited
+          ? {
+              onLimited: (ctx) => {
+                ctx.status = 418;
+                ctx.body = 'custom';
+              },
+            }
+          : {}),
+      }),
+    );
+    app.use((ctx) => {
+      ctx.body = { remaining: ctx.state.rateLimit?.remaining ?? null };
+    });
+    return listen(createServer(app.callback()));
+  };
+}
+
 export const ADAPTERS: Record<AdapterName, StartApp> = {
   express: startExpress,
   fastify: startFastify,
   node: startNode,
   fetch: startFetch,
+  hono: startHono,
+  koa: koaStarter(Koa),
+  koa2: koaStarter(Koa2),
+  'nest-express': nestStarter('express'),
+  'nest-fastify': nestStarter('fastify'),
 };

@@ -3,9 +3,19 @@
  * Rules use sliding-log and token-bucket with long windows, whose counts do not depend on where
  * a window boundary falls, so every number asserted is exact.
  */
+
+import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QUOTA_EXCEEDED_TYPE } from '../../../src/http/problem.js';
-import { createLimiter, type Decision, type RuleOptions, type Store } from '../../../src/index.js';
+import {
+  createLimiter,
+  type Decision,
+  memoryStore,
+  type RuleOptions,
+  redisStore,
+  type Store,
+} from '../../../src/index.js';
+import { useRedisServer } from '../../support/redis-server.js';
 import { ADAPTERS, type AdapterName, type App, type AppSpec } from './apps.js';
 import { header, integerField, listField, rateLimitHeaderNames, rawRequest, retryAfter } from './client.js';
 
@@ -17,6 +27,28 @@ export interface StoreFixture {
 }
 
 let prefixes = 0;
+
+/**
+ * The suite on the memory store and on a throwaway Redis server started for the test file;
+ * `ready` gets that server's client for the file's own tests.
+ */
+export function runAdapterSuiteOnStores(
+  adapter: AdapterName,
+  ready: (client: Redis) => void = () => {},
+): void {
+  let client: Redis | undefined;
+  useRedisServer((started) => {
+    client = started.client;
+    ready(started.client);
+  });
+  const redis = () => client as Redis;
+  runAdapterSuite(adapter, { name: 'memory', store: () => memoryStore() });
+  runAdapterSuite(adapter, {
+    name: 'redis',
+    store: () => redisStore({ client: redis() }),
+    keys: () => redis().keys('*'),
+  });
+}
 
 export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): void {
   const start = ADAPTERS[adapter];

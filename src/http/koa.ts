@@ -1,0 +1,72 @@
+/**
+ * Koa middleware (Koa 2 and 3). The decision is `ctx.state.rateLimit`. The client address is
+ * `ctx.ip`, so Koa's own `app.proxy` (and `maxIpsCount`, `proxyIpHeader`) decides whether
+ * `X-Forwarded-For` is believed.
+ *
+ * @example
+ * import Koa from 'koa';
+ * import { rateLimit } from 'floodgate/koa';
+ *
+ * const app = new Koa();
+ * app.use(rateLimit({ rules: { algorithm: 'sliding-window', limit: 120, window: '1m' } }));
+ * app.use((ctx) => {
+ *   ctx.body = { remaining: ctx.state.rateLimit?.remaining };
+ * });
+ */
+import type { Context, Middleware } from 'koa';
+import type { Decision } from '../core/decision.js';
+import {
+  createGuard,
+  holdUntilClosed,
+  moreRestrictive,
+  nodeHeader,
+  nodeHeaderTarget,
+  problemBody,
+} from './guard.js';
+import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
+
+export type { HeaderStyle } from './headers.js';
+export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
+
+declare module 'koa' {
+  interface DefaultState {
+    /** The decision of the floodgate `rateLimit` that checked this request (the more restrictive of several). */
+    rateLimit?: Decision;
+  }
+}
+
+export interface RateLimitOptions extends HttpOptions<Context> {
+  /**
+   * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
+   * `Cache-Control: no-store` are already set; this must set the response (`ctx.status`, `ctx.body`).
+   */
+  onLimited?: (ctx: Context, decision: Decision) => void | Promise<void>;
+}
+
+/**
+ * Creates a Koa middleware that rate-limits every request passing through it.
+ * @example router.post('/login', rateLimit({ rules: { name: 'login', algorithm: 'fixed-window', limit: 5, window: '1m' } }), login);
+ */
+export function rateLimit(options: RateLimitOptions): Middleware {
+  const resolved = parseHttpOptions<Context>(options, 'rateLimit', ['onLimited']);
+  const onLimited = optionalFunction(options.onLimited, 'onLimited');
+  const guard = createGuard(resolved, {
+    header: (ctx, name) => nodeHeader(ctx.headers, name),
+    address: (ctx) => ctx.ip,
+  });
+
+  return async function floodgateRateLimit(ctx, next) {
+    const decision = await guard.check(ctx);
+    if (decision === undefined) return next();
+    ctx.state.rateLimit = moreRestrictive(ctx.state.rateLimit, decision);
+    if (guard.respond(decision, nodeHeaderTarget(ctx.res))) {
+      holdUntilClosed(guard, decision, ctx.res);
+      return next();
+    }
+    if (onLimited !== undefined) return onLimited(ctx, decision);
+    ctx.status = 429;
+    ctx.set('Content-Type', PROBLEM_CONTENT_TYPE);
+    ctx.body = problemBody(decision);
+  };
+}

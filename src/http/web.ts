@@ -1,0 +1,74 @@
+/**
+ * Fetch API (`Headers`, `Response`) pieces shared by the adapters of Fetch-style frameworks
+ * (the fetch guard, Hono): where headers go, the default 429 and adding headers to a response
+ * whose headers may be immutable (as a `fetch()` result's are).
+ */
+import type { Decision } from '../core/decision.js';
+import { problemBody } from './guard.js';
+import type { HeaderTarget } from './headers.js';
+import type { Unhold } from './hold.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
+
+/** A HeaderTarget over a `Headers` object. */
+export function headersTarget(headers: Headers): HeaderTarget {
+  return {
+    get: (name) => headers.get(name) ?? undefined,
+    set: (name, value) => headers.set(name, value),
+  };
+}
+
+/** The default 429: the problem document, with `headers` (the rate-limit and denial headers). */
+export function problemResponse(decision: Decision, headers: Headers): Response {
+  const response = new Response(problemBody(decision), { status: 429, headers });
+  response.headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
+  return response;
+}
+
+/** Runs `write` on `response`'s headers, or on a copy (same status and body) when they are immutable. */
+export function writeHeaders(response: Response, write: (headers: Headers) => void): Response {
+  try {
+    write(response.headers);
+    return response;
+  } catch (error) {
+    // Immutable headers throw on the first write, before anything was written.
+    if (!(error instanceof TypeError)) throw error;
+    const copy = new Response(response.body, response);
+    write(copy.headers);
+    return copy;
+  }
+}
+
+/** `response` with every one of `headers` set on it, or with `keepOwn` only those it lacks. */
+export function withHeaders(response: Response, headers: Headers, keepOwn = false): Response {
+  return writeHeaders(response, (target) => {
+    for (const [name, value] of headers) if (!(keepOwn && target.has(name))) target.set(name, value);
+  });
+}
+
+/** A copy of `response` whose body calls `unhold` once it has been read to its end, failed or been cancelled. */
+export function releasedWhenSent(response: Response, unhold: Unhold): Response {
+  const source = response.body;
+  if (source === null) {
+    unhold();
+    return response;
+  }
+  const reader = source.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (!done) return controller.enqueue(value);
+        unhold();
+        controller.close();
+      } catch (error) {
+        unhold();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      unhold();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, response);
+}
