@@ -27,9 +27,13 @@ export interface RuleDecision {
   resetMs: number;
   /**
    * 0 when allowed; otherwise milliseconds until the same request (same cost) would be allowed,
-   * or `Infinity` when its cost exceeds the rule's capacity and it can never be allowed.
+   * or `Infinity` when its cost exceeds the rule's capacity and it can never be allowed. For a
+   * concurrency rule: until enough slots are certain to be free because their leases run out;
+   * slots given back by `release` free up sooner.
    */
   retryAfterMs: number;
+  /** Concurrency rules only: slots in use after this decision (a peek's own are not counted). */
+  inFlight?: number;
 }
 
 /**
@@ -57,12 +61,13 @@ export function decide(
   cost: number,
   degraded: Degraded = false,
   plan?: string,
+  consume = true,
 ): Decision {
   let decision: Decision;
   if (rules.length === 1) {
     // The usual case, spared the search for the binding rule (and a holey array of views).
     const outcome = outcomes[0] as RuleOutcome;
-    const only = viewOf(rules[0] as ResolvedRule, outcome, outcome.allowed, cost);
+    const only = viewOf(rules[0] as ResolvedRule, outcome, outcome.allowed, cost, consume);
     decision = withRules(only, only.allowed, [only], degraded);
   } else {
     let allowed = true;
@@ -70,7 +75,7 @@ export function decide(
     const views: RuleDecision[] = new Array(rules.length);
     let binding = 0;
     for (let i = 0; i < rules.length; i++) {
-      views[i] = viewOf(rules[i] as ResolvedRule, outcomes[i] as RuleOutcome, allowed, cost);
+      views[i] = viewOf(rules[i] as ResolvedRule, outcomes[i] as RuleOutcome, allowed, cost, consume);
       const current = views[binding] as RuleDecision;
       const candidate = views[i] as RuleDecision;
       if (allowed ? candidate.remaining < current.remaining : candidate.retryAfterMs > current.retryAfterMs)
@@ -85,8 +90,17 @@ export function decide(
   return decision;
 }
 
-/** One rule's view, from its outcome; `allowed`: whether every rule allowed. */
-function viewOf(rule: ResolvedRule, outcome: RuleOutcome, allowed: boolean, cost: number): RuleDecision {
+/**
+ * One rule's view, from its outcome; `allowed`: whether every rule allowed; `consume`: a check
+ * (not a peek), which took its units if allowed.
+ */
+function viewOf(
+  rule: ResolvedRule,
+  outcome: RuleOutcome,
+  allowed: boolean,
+  cost: number,
+  consume: boolean,
+): RuleDecision {
   const ruleAllowed = outcome.allowed;
   const retry = outcome.retryAfterMs;
   const view: RuleDecision = {
@@ -100,6 +114,10 @@ function viewOf(rule: ResolvedRule, outcome: RuleOutcome, allowed: boolean, cost
     retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
   };
   if (rule.capacity !== rule.limit) view.quota = rule.limit;
+  // Slots in use: those held before, plus this request's own if it took them.
+  if (rule.algorithm.slots !== undefined) {
+    view.inFlight = rule.capacity - outcome.remaining + (allowed && consume ? cost : 0);
+  }
   return view;
 }
 
@@ -120,6 +138,7 @@ class CheckedDecision implements Decision {
   degraded: Degraded;
   declare plan?: string;
   declare quota?: number;
+  declare inFlight?: number;
   #ticket: unknown;
 
   constructor(binding: RuleDecision, allowed: boolean, rules: RuleDecision[], degraded: Degraded) {
@@ -131,6 +150,7 @@ class CheckedDecision implements Decision {
     this.resetMs = binding.resetMs;
     this.retryAfterMs = binding.retryAfterMs;
     if (binding.quota !== undefined) this.quota = binding.quota;
+    if (binding.inFlight !== undefined) this.inFlight = binding.inFlight;
     this.rules = rules;
     this.degraded = degraded;
   }

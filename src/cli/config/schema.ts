@@ -89,6 +89,7 @@ const TOP_FIELDS = [
   'trustProxy',
   'apiKeyHeader',
   'rules',
+  'concurrency',
   'tiers',
   'plans',
   'routes',

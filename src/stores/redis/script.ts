@@ -20,6 +20,8 @@
  * Modes on one user key (every key shares its hash tag, so one slot):
  *   's' settle: KEYS as for a check. ARGV: mode, reserved cost, now, actual cost, rule count,
  *       then per rule: code, limit, windowMs, capacity, the token its check returned.
+ *   'f' release and 'n' renew a request's concurrency slots: as 's' (the actual cost unused);
+ *       replies the number of live slots released or renewed.
  *   'r' reset: KEYS as for a check; deletes the rule keys (not the override).
  *   'o' set override: KEYS = { override key }. ARGV: mode, ttl ms (0: none), now, value.
  *       Stores "expiresAt:value" (expiresAt 0: none) and replies expiresAt.
@@ -167,7 +169,7 @@ local function remember(text, parsed)
 end
 
 local NEVER = -1
-local EVALUATORS, SETTLERS = {}, {}
+local EVALUATORS, SETTLERS, RELEASERS, RENEWERS = {}, {}, {}, {}
 local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W = {}, {}, {}, {}, {}, {}
 local KEY_COUNTS = { __KEY_COUNTS__ }
 -- Usage after a settle: a refund stops at zero, a charge at most (never lowering usage above it).
@@ -285,17 +287,25 @@ local function run(keys, args)
 
   VALUES, WRITTEN, TTL, DIRTY, DIRTY_COUNT = readAll(), {}, {}, {}, 0
 
-  if mode == 's' then
+  if mode == 's' or mode == 'f' or mode == 'n' then
     local reserved = tonumber(ARGV[2])
     local delta = tonumber(ARGV[4]) - reserved
-    local k, a = 2, 6
+    -- 'f' and 'n' release and renew a request's slots, counting the live slots they touched.
+    local slots = mode == 'f' and RELEASERS or mode == 'n' and RENEWERS
+    local k, a, touched = 2, 6, 0
     for i = 1, tonumber(ARGV[5]) do
       local code = tonumber(ARGV[a])
-      SETTLERS[code](k, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), reserved, delta)
+      local L, W, B, token = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+      if slots then
+        touched = touched + slots[code](k, L, W, B, token, reserved)
+      else
+        SETTLERS[code](k, L, W, B, token, reserved, delta)
+      end
       k = k + KEY_COUNTS[code]
       a = a + 5
     end
     writeAll()
+    if slots then return touched end
     return 1
   end
 

@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'cf739a682be9be5f777235fb5851734c126614b8';
+const PINNED_SHA = 'b2def463cceb63845389845f189c1af501b50da3';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
