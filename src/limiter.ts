@@ -18,6 +18,7 @@ import {
 } from './core/overrides.js';
 import { resolvePlans } from './core/plans.js';
 import { actualCost, createTickets, tokensOf } from './core/settle.js';
+import { createSlots } from './core/slots.js';
 import type { CheckOptions, Degraded, ResolvedRule } from './core/types.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
@@ -126,6 +127,28 @@ export interface Limiter {
    * from `check`, throws. A store failure is reported as `storeError`, never thrown.
    */
   settle(decision: Decision, actualCost: number): Promise<void>;
+  /**
+   * Gives back the concurrency slots an allowed `check` took, on every concurrency rule at once.
+   * Idempotent: a second release frees nothing; safe after the lease ran out; a no-op for a
+   * decision that took no slot (denied, fail-open, or no concurrency rule). A store failure is
+   * reported as `storeError`, never thrown: the slots then come back when their lease runs out.
+   * @example
+   * const d = await limiter.check(tenantId);
+   * if (d.allowed) {
+   *   try {
+   *     await work();
+   *   } finally {
+   *     await limiter.release(d);
+   *   }
+   * }
+   */
+  release(decision: Decision): Promise<void>;
+  /**
+   * Extends the leases of a decision's slots to a full `lease` from now, for work that may outlast
+   * it. Resolves whether every slot was still held (false: a lease had run out, or the store
+   * failed, or the decision holds none).
+   */
+  renew(decision: Decision): Promise<boolean>;
   /** Forgets all state of `key` under this limiter's rules (not its override). */
   reset(key: string): Promise<void>;
   /**
@@ -139,8 +162,9 @@ export interface Limiter {
   listOverrides(): Promise<OverrideEntry[]>;
   /**
    * Stops the limiter: every later call rejects with a `LimiterClosedError`, and the returned
-   * promise resolves once the calls already under way have settled (each within `timeout`). The
-   * store's Redis client is yours: close it after this.
+   * promise resolves once the calls already under way have settled (each within `timeout`) and
+   * the concurrency slots its checks still hold are released. The store's Redis client is yours:
+   * close it after this.
    * @example
    * process.on('SIGTERM', async () => {
    *   await limiter.close();
@@ -201,6 +225,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const store = resolveStore(options.store ?? memoryStore(), 'store');
   const timeoutMs = parseDuration(options.timeout ?? '100ms', 'timeout');
   const policy = resolvePolicy(options.onStoreError);
+  if (plans.sets.some((set) => set.holdsSlots)) {
+    requireSlots(store, 'store');
+    if (typeof policy === 'object') requireSlots(policy, 'onStoreError');
+  }
   const breaker = resolveBreaker(options.breaker);
   // An in-process store answers as fast as the cache would: caching its denials gains nothing.
   const configuredDenyCache = resolveDenyCache(options.denyCache);
@@ -225,6 +253,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     clock,
   );
 
+  const slots = createSlots(tickets, caller, clock);
   const checks = createChecks({
     prefix,
     plans,
@@ -233,6 +262,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     denyCache,
     overrides,
     tickets,
+    holding: slots.holding,
     clock,
     fallbackStore: typeof policy === 'object',
     invalidOverride: (info) => emitter.emit('invalidOverride', info),
@@ -275,6 +305,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     settle: function settle(decision, actual) {
       return lifecycle.run('settle', () => settleDecision(decision, actual));
     },
+    release: function release(decision) {
+      return lifecycle.run('release', () => slots.release(decision));
+    },
+    renew: function renew(decision) {
+      return lifecycle.run('renew', () => slots.renew(decision));
+    },
     reset: function reset(key) {
       return lifecycle.run('reset', () => resetKey(key));
     },
@@ -287,8 +323,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     listOverrides: function listOverrides() {
       return lifecycle.run('listOverrides', () => admin.list());
     },
-    close: function close() {
-      return lifecycle.close();
+    close: async function close() {
+      await lifecycle.close();
+      await slots.releaseAll();
     },
     on(event, listener) {
       emitter.on(event, listener);
@@ -350,6 +387,15 @@ export function resolveStore(store: unknown, option: string): Store {
     );
   }
   return store as Store;
+}
+
+/** Concurrency rules hold slots, which only a store with `slots` can give back. */
+function requireSlots(store: Store, option: string): void {
+  if (typeof store.slots !== 'function') {
+    throw new TypeError(
+      `${option}: a '${store.kind}' store cannot hold 'concurrency' slots (it has no slots()); use memoryStore() or redisStore({ client })`,
+    );
+  }
 }
 
 function resolvePolicy(policy: unknown): StoreErrorPolicy {

@@ -3,6 +3,7 @@
  * rest of the code trusts. Every error names the option, the value and what is allowed.
  */
 import type { BlockParams } from './algorithms/block.js';
+import { DEFAULT_LEASE_MS } from './algorithms/concurrency.js';
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
 import type { ResolvedRule } from './core/types.js';
 import { describe } from './describe.js';
@@ -16,14 +17,25 @@ export interface RuleOptions {
    * 64 characters. Default: `<algorithm>-<limit>-per-<window>`, e.g. `sliding-window-120-per-1m`.
    */
   name?: string;
-  /** `'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra'`. */
+  /** `'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra' | 'concurrency'`. */
   algorithm: AlgorithmName;
-  /** Units (requests, or cost units) admitted per window: a positive integer. */
+  /**
+   * Units (requests, or cost units) admitted per window: a positive integer. For `'concurrency'`:
+   * the most slots held at once (a check takes `cost` slots, 1 by default).
+   */
   limit: number;
-  /** The window: milliseconds, or a duration string such as `'500ms'`, `'10s'`, `'1m'`, `'1h'`, `'1d'`. */
-  window: Duration;
+  /**
+   * The window: milliseconds, or a duration string such as `'500ms'`, `'10s'`, `'1m'`, `'1h'`, `'1d'`.
+   * Required by every algorithm but `'concurrency'`, which has none.
+   */
+  window?: Duration;
   /** token-bucket and gcra only: the bucket's capacity, the largest burst. Default: `limit`. */
   burst?: number;
+  /**
+   * concurrency only: the longest a slot is held when nobody releases or renews it, on the
+   * store's clock (crash recovery). Default `'1m'`.
+   */
+  lease?: Duration;
   /**
    * Evaluated, and its state kept, as if enforced, but it never denies: a check it would deny
    * is allowed and names it in `shadowDenied`. For rolling out a new limit. Default `false`.
@@ -63,7 +75,7 @@ export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
  */
 export const MAX_RULES = 1000;
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'shadow', 'block']);
+const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'lease', 'shadow', 'block']);
 const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
 /** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
 const MAX_BLOCK_MS = 366 * 86_400_000;
@@ -118,7 +130,7 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
   }
   const algorithm = ALGORITHMS[algorithmName as AlgorithmName];
   const limit = positiveInteger(rule.limit, `${option}.limit`, algorithm.maxLimit);
-  const windowMs = parseDuration(rule.window, `${option}.window`);
+  const windowMs = windowOf(rule, algorithm.name, option);
   let capacity = limit;
   if (rule.burst !== undefined) {
     if (!algorithm.hasBurst) {
@@ -134,8 +146,7 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
       `${option}: ${capacity > limit ? 'burst' : 'limit'} × window (${largest} × ${windowMs} ms) must be at most 2^51; use a smaller limit or window`,
     );
   }
-  const name =
-    rule.name === undefined ? `${algorithm.name}-${limit}-per-${formatDuration(windowMs)}` : rule.name;
+  const name = rule.name === undefined ? defaultName(algorithm.name, limit, windowMs) : rule.name;
   if (typeof name !== 'string' || !RULE_NAME.test(name)) {
     throw new RangeError(
       `${option}.name: ${describe(name)} must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit`,
@@ -185,6 +196,29 @@ function resolveBlock(input: unknown, option: string): BlockParams {
   const forgetMs =
     block.forgetAfter === undefined ? maxMs : blockDuration(block.forgetAfter, `${option}.forgetAfter`);
   return { durationMs, factor, maxMs, forgetMs };
+}
+
+/** A rule's window in ms: its `window`, or for a concurrency rule its `lease` (each refused where it has no meaning). */
+function windowOf(rule: Record<string, unknown>, algorithm: AlgorithmName, option: string): number {
+  if (algorithm !== 'concurrency') {
+    if (rule.lease !== undefined) {
+      throw new TypeError(
+        `${option}.lease: ${describe(rule.lease)} is not allowed: only 'concurrency' rules hold slots on a lease`,
+      );
+    }
+    return parseDuration(rule.window, `${option}.window`);
+  }
+  if (rule.window !== undefined) {
+    throw new TypeError(
+      `${option}.window: ${describe(rule.window)} is not allowed: a 'concurrency' rule has no window; its slots are held for at most \`lease\``,
+    );
+  }
+  return rule.lease === undefined ? DEFAULT_LEASE_MS : parseDuration(rule.lease, `${option}.lease`);
+}
+
+function defaultName(algorithm: AlgorithmName, limit: number, windowMs: number): string {
+  if (algorithm === 'concurrency') return `concurrency-${limit}`;
+  return `${algorithm}-${limit}-per-${formatDuration(windowMs)}`;
 }
 
 /** Validates a positive safe integer option such as a limit or a cost. */

@@ -1,4 +1,5 @@
 /** The registry of algorithms, by public name and by Lua dispatch code. */
+import { concurrency } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
 import { slidingLog } from './sliding-log.js';
@@ -15,9 +16,13 @@ export const ALGORITHMS: Readonly<Record<AlgorithmName, AnyAlgorithm>> = {
   'sliding-window': slidingWindow,
   'token-bucket': tokenBucket,
   gcra,
+  concurrency,
 };
 
 export const ALGORITHM_NAMES = Object.keys(ALGORITHMS) as AlgorithmName[];
+
+/** The algorithms that limit a rate (every one but those holding slots, such as concurrency). */
+export const RATE_ALGORITHM_NAMES = ALGORITHM_NAMES.filter((name) => ALGORITHMS[name].slots === undefined);
 
 export type {
   Algorithm,
@@ -26,5 +31,6 @@ export type {
   Evaluation,
   Settlement,
   SettleResult,
+  SlotChange,
 } from './types.js';
 export { adjust, NEVER } from './types.js';

@@ -5,7 +5,13 @@
  * integers) and settle a reservation the same way; the shared specification tests hold them to it.
  */
 
-export type AlgorithmName = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra';
+export type AlgorithmName =
+  | 'fixed-window'
+  | 'sliding-log'
+  | 'sliding-window'
+  | 'token-bucket'
+  | 'gcra'
+  | 'concurrency';
 
 /** The numbers an algorithm needs, already validated (see rules.ts). */
 export interface AlgorithmParams {
@@ -69,6 +75,12 @@ export interface Settlement {
 /** A settle's effect on one rule's state: a new state and its ttl, `'delete'`, or undefined (unchanged). */
 export type SettleResult<S> = { state: S; ttlMs: number } | 'delete' | undefined;
 
+/** What releasing or renewing one request's slots did: how many live slots it touched, and the new state. */
+export interface SlotChange<S> {
+  readonly slots: number;
+  readonly result: SettleResult<S>;
+}
+
 /** Marks "can never be allowed" in the raw results, which must stay plain integers for Lua. */
 export const NEVER = -1;
 
@@ -104,10 +116,27 @@ export interface Algorithm<S> {
    */
   settle(state: S | undefined, now: number, settlement: Settlement, params: AlgorithmParams): SettleResult<S>;
   /**
+   * Algorithms whose units are held and given back (concurrency): `release` frees the slots of
+   * the request whose check returned `token`, `renew` extends their lease from `now`. Both touch
+   * only that request's slots, so repeating either is harmless.
+   */
+  readonly slots?: {
+    /**
+     * What `reset` leaves of a state: no slot held, but the last id, so that ids handed out
+     * after the reset never repeat one handed out before it. Redis keeps the id's key (the
+     * last of `keySuffixes`) through a reset for the same reason.
+     */
+    reset(state: S | undefined, now: number): SettleResult<S>;
+    release(state: S | undefined, now: number, token: number, params: AlgorithmParams): SlotChange<S>;
+    renew(state: S | undefined, now: number, token: number, params: AlgorithmParams): SlotChange<S>;
+  };
+  /**
    * The Lua twin: a chunk that defines `EVALUATORS[code] = function(k, L, W, B, cost)` returning
    * allowed (0/1), remaining, resetMs, retryAfterMs, resetAfterMs, token, then a commit function
    * and up to four arguments for it (called as `commit(k, cost, ...)` when every rule allows), and
-   * `SETTLERS[code] = function(k, L, W, B, token, reserved, delta)`. `k` is the index of the rule's
+   * `SETTLERS[code] = function(k, L, W, B, token, reserved, delta)`; with `slots`, also
+   * `RELEASERS[code]` and `RENEWERS[code] = function(k, L, W, B, token, cost)` returning the
+   * number of live slots touched. `k` is the index of the rule's
    * first key in KEYS; `now` and the helpers of the preamble (`fmt`, `adjust`, and `get`, `put`,
    * `del` for string keys, which a batch reads with one MGET) are in scope.
    */

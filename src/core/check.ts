@@ -14,7 +14,7 @@ import { createHeadCache } from './head-cache.js';
 import { answerLocally } from './local-answers.js';
 import { blockedDecision, learnOverride, type OverrideCache } from './overrides.js';
 import { type Plans, type RuleSet, storedRulesWith } from './plans.js';
-import type { Tickets } from './settle.js';
+import type { Ticket, Tickets } from './settle.js';
 import type { CheckOptions, Degraded, ResolvedRule } from './types.js';
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
@@ -30,6 +30,8 @@ export interface CheckContext {
   readonly denyCache: DenyCache | undefined;
   readonly overrides: OverrideCache;
   readonly tickets: Tickets;
+  /** Told of every admitted check whose rules hold slots, so `close` can release them. */
+  readonly holding: (ticket: Ticket) => void;
   readonly clock: () => number;
   /** Whether `onStoreError` is a fallback store (then reservations made there can be settled). */
   readonly fallbackStore: boolean;
@@ -66,37 +68,39 @@ function denyKey(keyHeadValue: string, plan: string | undefined): string {
 }
 
 export function createChecks(context: CheckContext): Checks {
-  const { prefix, plans, caller, store, denyCache, overrides, tickets, clock, fallbackStore } = context;
+  const { prefix, plans, caller, store, denyCache, overrides, tickets, holding, clock, fallbackStore } =
+    context;
   const local = store.inProcess;
   const cachedHead = createHeadCache(prefix, local?.maxKeys);
 
-  /** The decision for a store's outcomes, with the ticket a later settle needs. */
+  /** The decision for a store's outcomes, with the ticket a later settle (or release) needs. */
   function conclude(
     keyHeadValue: string,
     rules: readonly ResolvedRule[],
     outcomes: readonly RuleOutcome[],
     cost: number,
     degraded: Degraded,
-    plan: string | undefined,
+    set: RuleSet,
     consume: boolean,
   ): Decision {
-    const decision = decide(rules, outcomes, cost, degraded, plan);
+    const decision = decide(rules, outcomes, cost, degraded, set.plan, consume);
     if (consume && decision.allowed) {
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
-      if (decision.shadowDenied.length === 0)
-        tickets.issue(decision, keyHeadValue, rules, cost, outcomes, where);
-      else {
-        // A shadow rule that would have denied consumed nothing: its settle has nothing to adjust.
-        const kept = outcomes.map((outcome) => outcome.allowed);
-        tickets.issue(
-          decision,
-          keyHeadValue,
-          rules.filter((_, i) => kept[i]),
-          cost,
-          outcomes.filter((_, i) => kept[i]),
-          where,
-        );
-      }
+      // A shadow rule that would have denied consumed nothing: its settle has nothing to adjust.
+      const kept =
+        decision.shadowDenied.length === 0 ? undefined : outcomes.map((outcome) => outcome.allowed);
+      const ticket =
+        kept === undefined
+          ? tickets.issue(decision, keyHeadValue, rules, cost, outcomes, where)
+          : tickets.issue(
+              decision,
+              keyHeadValue,
+              rules.filter((_, i) => kept[i]),
+              cost,
+              outcomes.filter((_, i) => kept[i]),
+              where,
+            );
+      if (set.holdsSlots && where !== undefined) holding(ticket);
     }
     return decision;
   }
@@ -115,23 +119,23 @@ export function createChecks(context: CheckContext): Checks {
       if (store.local !== true || (overrides.size > 0 && overrides.get(keyHeadValue) !== undefined)) {
         return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
       }
-      const { rules, plan } = planned;
+      const { rules } = planned;
       if (local !== undefined) {
         const outcomes = local.evaluate(cached, rules, cost, consume);
         if ('overrideChanged' in outcomes)
           return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
-        return Promise.resolve(conclude(keyHeadValue, rules, outcomes, cost, false, plan, consume));
+        return Promise.resolve(conclude(keyHeadValue, rules, outcomes, cost, false, planned, consume));
       }
       const reply = store.evaluate(keyHeadValue, rules, cost, consume, '');
       if (isPromise(reply)) {
         return reply.then((settled) =>
           'overrideChanged' in settled
             ? evaluateThroughCaller(key, keyHeadValue, cost, planned, consume)
-            : conclude(keyHeadValue, rules, settled.outcomes, cost, false, plan, consume),
+            : conclude(keyHeadValue, rules, settled.outcomes, cost, false, planned, consume),
         );
       }
       if ('overrideChanged' in reply) return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
-      return Promise.resolve(conclude(keyHeadValue, rules, reply.outcomes, cost, false, plan, consume));
+      return Promise.resolve(conclude(keyHeadValue, rules, reply.outcomes, cost, false, planned, consume));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -160,8 +164,9 @@ export function createChecks(context: CheckContext): Checks {
       const seen = attempt <= OVERRIDE_ATTEMPTS ? (known?.value ?? '') : undefined;
       const set = known?.set ?? planned;
       const rules = known?.block === true ? NO_RULES : set.rules;
-      // Keys with an override skip the deny cache, so clearing a block is seen at once.
-      const cacheKey = known === undefined ? denyKey(keyHeadValue, set.plan) : undefined;
+      // Keys with an override skip the deny cache, so clearing a block is seen at once; so do
+      // slot rules, whose slots usually come back (released) long before their retry time.
+      const cacheKey = known === undefined && !set.holdsSlots ? denyKey(keyHeadValue, set.plan) : undefined;
       // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
       if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
         const cached = denyCache.get(cacheKey, cost, clock());
@@ -180,7 +185,7 @@ export function createChecks(context: CheckContext): Checks {
         known.expiresAt = ttl === Number.POSITIVE_INFINITY ? undefined : clock() + ttl;
       }
       if (known?.block === true) return blockedDecision(known, degraded, clock());
-      const decision = conclude(keyHeadValue, rules, reply.outcomes, cost, degraded, set.plan, consume);
+      const decision = conclude(keyHeadValue, rules, reply.outcomes, cost, degraded, set, consume);
       if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
         denyCache.remember(cacheKey, cost, decision, clock());
       }

@@ -27,11 +27,15 @@ export interface RuleDecision {
   resetMs: number;
   /**
    * 0 when allowed; otherwise milliseconds until the same request (same cost) would be allowed,
-   * or `Infinity` when its cost exceeds the rule's capacity and it can never be allowed.
+   * or `Infinity` when its cost exceeds the rule's capacity and it can never be allowed. For a
+   * concurrency rule: until enough slots are certain to be free because their leases run out;
+   * slots given back by `release` free up sooner.
    */
   retryAfterMs: number;
   /** Present (`true`) on a shadow rule's view: it is reported, never enforced. */
   shadow?: true;
+  /** Concurrency rules only: slots in use after this decision (a peek's own are not counted). */
+  inFlight?: number;
 }
 
 /**
@@ -63,12 +67,13 @@ export function decide(
   cost: number,
   degraded: Degraded = false,
   plan?: string,
+  consume = true,
 ): Decision {
   let decision: Decision;
   if (rules.length === 1 && !(rules[0] as ResolvedRule).shadow) {
     // The usual case, spared the search for the binding rule (and a holey array of views).
     const outcome = outcomes[0] as RuleOutcome;
-    const only = viewOf(rules[0] as ResolvedRule, outcome, outcome.allowed, cost);
+    const only = viewOf(rules[0] as ResolvedRule, outcome, outcome.allowed, cost, consume);
     decision = withRules(only, only.allowed, [only], degraded);
   } else {
     // Shadow rules never deny: only enforced rules decide, and bind when there are any.
@@ -87,7 +92,7 @@ export function decide(
     const views: RuleDecision[] = new Array(rules.length);
     let binding = -1;
     for (let i = 0; i < rules.length; i++) {
-      views[i] = viewOf(rules[i] as ResolvedRule, outcomes[i] as RuleOutcome, allowed, cost);
+      views[i] = viewOf(rules[i] as ResolvedRule, outcomes[i] as RuleOutcome, allowed, cost, consume);
       if (enforced && (rules[i] as ResolvedRule).shadow) continue;
       const candidate = views[i] as RuleDecision;
       const current = views[binding];
@@ -109,8 +114,17 @@ export function decide(
   return decision;
 }
 
-/** One rule's view, from its outcome; `allowed`: whether every rule allowed. */
-function viewOf(rule: ResolvedRule, outcome: RuleOutcome, allowed: boolean, cost: number): RuleDecision {
+/**
+ * One rule's view, from its outcome; `allowed`: whether every rule allowed; `consume`: a check
+ * (not a peek), which took its units if allowed.
+ */
+function viewOf(
+  rule: ResolvedRule,
+  outcome: RuleOutcome,
+  allowed: boolean,
+  cost: number,
+  consume: boolean,
+): RuleDecision {
   const ruleAllowed = outcome.allowed;
   const retry = outcome.retryAfterMs;
   const view: RuleDecision = {
@@ -126,6 +140,10 @@ function viewOf(rule: ResolvedRule, outcome: RuleOutcome, allowed: boolean, cost
   };
   if (rule.capacity !== rule.limit) view.quota = rule.limit;
   if (rule.shadow) view.shadow = true;
+  // Slots in use: those held before, plus this request's own if it took them.
+  if (rule.algorithm.slots !== undefined) {
+    view.inFlight = rule.capacity - outcome.remaining + (allowed && ruleAllowed && consume ? cost : 0);
+  }
   return view;
 }
 
@@ -147,6 +165,7 @@ class CheckedDecision implements Decision {
   declare plan?: string;
   declare quota?: number;
   shadowDenied: string[];
+  declare inFlight?: number;
   #ticket: unknown;
 
   constructor(
@@ -164,6 +183,7 @@ class CheckedDecision implements Decision {
     this.resetMs = binding.resetMs;
     this.retryAfterMs = binding.retryAfterMs;
     if (binding.quota !== undefined) this.quota = binding.quota;
+    if (binding.inFlight !== undefined) this.inFlight = binding.inFlight;
     this.rules = rules;
     this.degraded = degraded;
     this.shadowDenied = shadowDenied;

@@ -14,6 +14,8 @@ export interface RuleSet {
   readonly rules: readonly ResolvedRule[];
   /** The smallest capacity among the rules (a cost above it can never pass). */
   readonly smallestCapacity: number;
+  /** Whether some rule holds slots until released (concurrency): its checks must be released. */
+  readonly holdsSlots: boolean;
 }
 
 export interface Plans {
@@ -42,6 +44,7 @@ export function ruleSet(rules: readonly ResolvedRule[], plan: string | undefined
     plan,
     rules: Object.freeze(shown),
     smallestCapacity: Math.min(...rules.map((rule) => rule.capacity)),
+    holdsSlots: rules.some((rule) => rule.algorithm.slots !== undefined),
   };
 }
 

@@ -19,6 +19,8 @@ export interface Ticket {
   readonly outcomes: readonly RuleOutcome[];
   /** Where the reservation was made; undefined when nothing was (a fail-open answer). */
   readonly where: 'store' | 'fallback' | undefined;
+  /** Whether its concurrency slots were given back (by `release` or `close`). */
+  released: boolean;
 }
 
 /** The token each rule of a ticket returned, in rule order. */
@@ -34,9 +36,11 @@ export interface Tickets {
     reserved: number,
     outcomes: readonly RuleOutcome[],
     where: Ticket['where'],
-  ): void;
+  ): Ticket;
   /** The decision's ticket, marked settled; throws if there is none or it was settled already. */
   take(decision: unknown): Ticket;
+  /** The decision's ticket, if this limiter issued one (an admitted check), settled or not. */
+  find(decision: unknown): Ticket | undefined;
 }
 
 /** A ticket as it travels with its decision: marked with its owner, so another limiter's decision is refused. */
@@ -50,15 +54,22 @@ export function createTickets(): Tickets {
   // admitted check, forgotten with the decision.
   const tickets: Tickets = {
     issue(decision, head, rules, reserved, outcomes, where) {
-      attachTicket(decision, {
+      const stub: Stub = {
         owner: tickets,
         head,
         rules,
         reserved,
         outcomes,
         where,
+        released: false,
         settled: false,
-      } satisfies Stub);
+      };
+      attachTicket(decision, stub);
+      return stub;
+    },
+    find(decision) {
+      const stub = ticketOf(decision) as Stub | undefined;
+      return stub?.owner === tickets ? stub : undefined;
     },
     take(decision) {
       const stub = ticketOf(decision) as Stub | undefined;

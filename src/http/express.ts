@@ -16,7 +16,14 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Decision } from '../core/decision.js';
-import { createGuard, moreRestrictive, nodeHeader, nodeHeaderTarget, problemBody } from './guard.js';
+import {
+  createGuard,
+  holdUntilClosed,
+  moreRestrictive,
+  nodeHeader,
+  nodeHeaderTarget,
+  problemBody,
+} from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
@@ -54,7 +61,10 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     const decision = await guard.check(req);
     if (decision === undefined) return next();
     req.rateLimit = moreRestrictive(req.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(res))) return next();
+    if (guard.respond(decision, nodeHeaderTarget(res))) {
+      holdUntilClosed(guard, decision, res);
+      return next();
+    }
     if (onLimited !== undefined) return onLimited(req, res, decision);
     res.status(429).type(PROBLEM_CONTENT_TYPE).send(problemBody(decision));
   }

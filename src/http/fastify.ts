@@ -27,7 +27,15 @@ import type {
 } from 'fastify';
 import type { Decision } from '../core/decision.js';
 import { describe } from '../describe.js';
-import { createGuard, type Guard, moreRestrictive, nodeHeader, problemBody, replyTarget } from './guard.js';
+import {
+  createGuard,
+  type Guard,
+  holdUntilClosed,
+  moreRestrictive,
+  nodeHeader,
+  problemBody,
+  replyTarget,
+} from './guard.js';
 import {
   type HttpOptions,
   optionalFunction,
@@ -96,7 +104,10 @@ async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, 
   const decision = await guard.check(request);
   if (decision === undefined) return;
   request.rateLimit = moreRestrictive(request.rateLimit, decision);
-  if (guard.respond(decision, replyTarget(reply))) return;
+  if (guard.respond(decision, replyTarget(reply))) {
+    holdUntilClosed(guard, decision, reply.raw);
+    return;
+  }
   if (onLimited !== undefined) await onLimited(request, reply, decision);
   else reply.code(429).type(PROBLEM_CONTENT_TYPE).send(problemBody(decision));
   return reply;

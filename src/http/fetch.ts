@@ -20,9 +20,10 @@
  */
 import type { Decision } from '../core/decision.js';
 import { createGuard } from './guard.js';
+import type { Unhold } from './hold.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
-import { headersTarget, problemResponse, withHeaders, writeHeaders } from './web.js';
+import { headersTarget, problemResponse, releasedWhenSent, withHeaders, writeHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -53,7 +54,9 @@ export interface FetchGuard {
   decisionFor(request: Request): Decision | undefined;
   /**
    * `response` with the rate-limit headers of `request`'s decision added (a copy when its
-   * headers are immutable, as for a `fetch()` result).
+   * headers are immutable, as for a `fetch()` result). With concurrency rules, the request's
+   * slots are held until this response's body has been sent or cancelled (or the request is
+   * aborted): pass every response of an allowed request through here.
    */
   withHeaders(request: Request, response: Response): Response;
 }
@@ -70,6 +73,8 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
   // The peer of each request being checked, read by `address` below during `check`.
   const peers = new WeakMap<Request, string | undefined>();
   const decisions = new WeakMap<Request, Decision>();
+  // Requests holding concurrency slots, until their response is done.
+  const holds = new WeakMap<Request, Unhold>();
   const guard = createGuard(resolved, {
     header: (request, name) => request.headers.get(name) ?? undefined,
     address: (request) =>
@@ -82,7 +87,14 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     if (decision === undefined) return null;
     decisions.set(request, decision);
     const headers = new Headers();
-    if (guard.respond(decision, headersTarget(headers))) return null;
+    if (guard.respond(decision, headersTarget(headers))) {
+      const unhold = guard.hold(decision);
+      if (unhold !== undefined) {
+        holds.set(request, unhold);
+        request.signal.addEventListener('abort', unhold, { once: true });
+      }
+      return null;
+    }
     if (onLimited === undefined) return problemResponse(decision, headers);
     return withHeaders(await onLimited(request, decision), headers, true);
   }
@@ -94,8 +106,11 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     withHeaders: function withDecisionHeaders(request: Request, response: Response) {
       const decision = decisions.get(request);
       if (decision === undefined) return response;
+      const unhold = holds.get(request);
+      holds.delete(request);
+      const sent = unhold === undefined ? response : releasedWhenSent(response, unhold);
       // Merged with what the response carries, e.g. another guard's headers (see headers.ts).
-      return writeHeaders(response, (target) => guard.respond(decision, headersTarget(target)));
+      return writeHeaders(sent, (target) => guard.respond(decision, headersTarget(target)));
     },
   });
 }

@@ -7,6 +7,7 @@ import type { Decision } from '../core/decision.js';
 import type { CheckOptions } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
 import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './headers.js';
+import { slotHolder, type Unhold } from './hold.js';
 import { knownKeyResolver } from './known-key.js';
 import type { ResolvedHttpOptions } from './options.js';
 import { quotaExceededProblem } from './problem.js';
@@ -29,6 +30,12 @@ export interface Guard<Req> {
    * returns whether the request is allowed.
    */
   respond(decision: Decision, target: HeaderTarget): boolean;
+  /**
+   * Holds an allowed decision's concurrency slots (renewing their lease) until the returned
+   * function is called: adapters call it when the response finishes, the client aborts, or the
+   * request fails. Undefined when the decision holds no slot.
+   */
+  hold(decision: Decision): Unhold | undefined;
 }
 
 /** Builds the neutral guard of one adapter instance from its resolved options. */
@@ -88,6 +95,7 @@ export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: Requ
       writeDenialHeaders(target, decision);
       return false;
     },
+    hold: slotHolder(limiter),
   };
 }
 
@@ -98,6 +106,19 @@ export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: Requ
 export function moreRestrictive(earlier: Decision | undefined, later: Decision): Decision {
   if (earlier === undefined || !later.allowed) return later;
   return earlier.remaining < later.remaining ? earlier : later;
+}
+
+/**
+ * Holds an allowed decision's slots until a Node response emits 'close', which follows a
+ * finished response, an aborted one and a failed one alike.
+ */
+export function holdUntilClosed<Req>(
+  guard: Guard<Req>,
+  decision: Decision,
+  res: { once(event: 'close', listener: () => void): unknown },
+): void {
+  const unhold = guard.hold(decision);
+  if (unhold !== undefined) res.once('close', unhold);
 }
 
 /** The default 429 body, serialised (see problem.ts). */

@@ -22,7 +22,7 @@ import type { Decision } from '../core/decision.js';
 import { createGuard, moreRestrictive } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
-import { headersTarget, problemResponse, withHeaders } from './web.js';
+import { headersTarget, problemResponse, releasedWhenSent, withHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -106,7 +106,16 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
         if (onLimited === undefined) return problemResponse(decision, headers);
         return withHeaders(await onLimited(c, decision), headers, true);
       }
-      await next();
+      // Concurrency slots are held until the response body is sent, or the request aborts or fails.
+      const unhold = guard.hold(decision);
+      if (unhold !== undefined) request.signal.addEventListener('abort', unhold, { once: true });
+      try {
+        await next();
+      } catch (error) {
+        unhold?.();
+        throw error;
+      }
+      if (unhold !== undefined) c.res = releasedWhenSent(c.res, unhold);
       if (outermost && !state.answered) c.res = withHeaders(c.res, headers);
     } finally {
       // A Request object handled again (app.request with the same one) starts afresh.

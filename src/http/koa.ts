@@ -15,7 +15,14 @@
  */
 import type { Context, Middleware } from 'koa';
 import type { Decision } from '../core/decision.js';
-import { createGuard, moreRestrictive, nodeHeader, nodeHeaderTarget, problemBody } from './guard.js';
+import {
+  createGuard,
+  holdUntilClosed,
+  moreRestrictive,
+  nodeHeader,
+  nodeHeaderTarget,
+  problemBody,
+} from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
@@ -53,7 +60,10 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     const decision = await guard.check(ctx);
     if (decision === undefined) return next();
     ctx.state.rateLimit = moreRestrictive(ctx.state.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(ctx.res))) return next();
+    if (guard.respond(decision, nodeHeaderTarget(ctx.res))) {
+      holdUntilClosed(guard, decision, ctx.res);
+      return next();
+    }
     if (onLimited !== undefined) return onLimited(ctx, decision);
     ctx.status = 429;
     ctx.set('Content-Type', PROBLEM_CONTENT_TYPE);

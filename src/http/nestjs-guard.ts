@@ -9,6 +9,7 @@ import type { Decision } from '../core/decision.js';
 import {
   createGuard,
   type Guard,
+  holdUntilClosed,
   moreRestrictive,
   nodeHeader,
   nodeHeaderTarget,
@@ -87,6 +88,14 @@ function responseTarget(response: object): HeaderTarget {
     : replyTarget(response as Parameters<typeof replyTarget>[0]);
 }
 
+/** The Node response under a platform's response (Fastify's reply wraps it as `raw`), for its 'close'. */
+function nodeResponseOf(response: object): Closing {
+  const reply = response as { raw?: Closing };
+  return reply.raw ?? (response as Closing);
+}
+
+type Closing = Parameters<typeof holdUntilClosed>[2];
+
 function buildChecker(options: RouteRateLimitOptions, adapter: string): Checker {
   return {
     guard: createGuard(parseHttpOptions<FloodgateRequest>(options, adapter, ['onLimited']), {
@@ -119,21 +128,32 @@ export class FloodgateGuard implements CanActivate {
     if (metadata<boolean>(SKIP, targets) === true) return true;
     const http = context.switchToHttp();
     const req = http.getRequest<FloodgateRequest>();
-    const headers = responseTarget(http.getResponse<object>());
-    await this.#limit(this.#own, context, req, headers);
+    const response = http.getResponse<object>();
+    const headers = responseTarget(response);
+    const closing = nodeResponseOf(response);
+    await this.#limit(this.#own, context, req, headers, closing);
     const route = metadata<RouteRateLimitOptions>(ROUTE_LIMIT, targets);
     if (route !== undefined && !routeChecked.has(req)) {
       routeChecked.add(req);
-      await this.#limit(this.#routeChecker(route, context), context, req, headers);
+      await this.#limit(this.#routeChecker(route, context), context, req, headers, closing);
     }
     return true;
   }
 
-  async #limit(checker: Checker, context: ExecutionContext, req: FloodgateRequest, headers: HeaderTarget) {
+  async #limit(
+    checker: Checker,
+    context: ExecutionContext,
+    req: FloodgateRequest,
+    headers: HeaderTarget,
+    closing: Closing,
+  ) {
     const decision = await checker.guard.check(req);
     if (decision === undefined) return;
     req.rateLimit = moreRestrictive(req.rateLimit, decision);
-    if (checker.guard.respond(decision, headers)) return;
+    if (checker.guard.respond(decision, headers)) {
+      holdUntilClosed(checker.guard, decision, closing);
+      return;
+    }
     if (checker.onLimited !== undefined) throw checker.onLimited(context, decision);
     headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
     throw new HttpException(quotaExceededProblem(decision), 429);

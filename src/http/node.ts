@@ -15,7 +15,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
-import { createGuard, moreRestrictive, nodeHeader, nodeHeaderTarget, problemBody } from './guard.js';
+import {
+  createGuard,
+  holdUntilClosed,
+  moreRestrictive,
+  nodeHeader,
+  nodeHeaderTarget,
+  problemBody,
+} from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
@@ -64,7 +71,10 @@ export function createHttpGuard(options: HttpGuardOptions): HttpGuard {
     if (decision === undefined) return true;
     const checked = req as RateLimitedRequest;
     checked.rateLimit = moreRestrictive(checked.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(res))) return true;
+    if (guard.respond(decision, nodeHeaderTarget(res))) {
+      holdUntilClosed(guard, decision, res);
+      return true;
+    }
     if (onLimited !== undefined) {
       await onLimited(req, res, decision);
     } else {

@@ -51,5 +51,8 @@ function describeDenial(
   const wait = `retry in ${retryAfter} second${retryAfter === 1 ? '' : 's'}`;
   // A denial by the limiter's `onStoreError: 'closed'` policy, not by anyone's usage.
   if (decision.degraded !== false) return `Rate limiting is temporarily unavailable; ${wait}.`;
+  if (decision.inFlight !== undefined) {
+    return `Too many requests in flight for policy '${decision.rule}' (at most ${decision.limit} at once); ${wait}.`;
+  }
   return `Quota exceeded for ${count === 1 ? 'policy' : 'policies'} ${names}; ${wait}.`;
 }

@@ -6,6 +6,7 @@
 import type { Decision } from '../core/decision.js';
 import { problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';
+import type { Unhold } from './hold.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 /** A HeaderTarget over a `Headers` object. */
@@ -42,4 +43,32 @@ export function withHeaders(response: Response, headers: Headers, keepOwn = fals
   return writeHeaders(response, (target) => {
     for (const [name, value] of headers) if (!(keepOwn && target.has(name))) target.set(name, value);
   });
+}
+
+/** A copy of `response` whose body calls `unhold` once it has been read to its end, failed or been cancelled. */
+export function releasedWhenSent(response: Response, unhold: Unhold): Response {
+  const source = response.body;
+  if (source === null) {
+    unhold();
+    return response;
+  }
+  const reader = source.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (!done) return controller.enqueue(value);
+        unhold();
+        controller.close();
+      } catch (error) {
+        unhold();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      unhold();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, response);
 }

@@ -7,7 +7,7 @@
 import { answerLocally } from '../core/local-answers.js';
 import type { Degraded, ResolvedRule } from '../core/types.js';
 import { StoreClosedError, StoreTimeoutError } from '../errors.js';
-import type { EvaluateReply, RuleOutcome, Store } from '../stores/types.js';
+import type { EvaluateReply, RuleOutcome, SlotAction, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
 import { createDeadlines, TIMED_OUT } from './deadline.js';
 
@@ -47,6 +47,18 @@ export interface StoreCaller {
     actual: number,
     tokens: readonly number[],
   ): Promise<boolean>;
+  /**
+   * Releases or renews a request's slots where they were taken, as `settle` goes there. Resolves
+   * the number of slots still held, or undefined when the store failed (reported, never thrown).
+   */
+  slots(
+    where: 'store' | 'fallback',
+    head: string,
+    rules: readonly ResolvedRule[],
+    cost: number,
+    tokens: readonly number[],
+    action: SlotAction,
+  ): Promise<number | undefined>;
 }
 
 type Failure = { ok: false; reason: Exclude<Degraded, false> };
@@ -74,6 +86,7 @@ export function createStoreCaller(
         await store.settle(head, rules, reserved, actual, tokens);
         return true;
       },
+      slots: (_where, head, rules, cost, tokens, action) => slotsOf(store, head, rules, cost, tokens, action),
     };
   }
   // One breaker per cluster slot when the store is partitioned: a failed node must not cut off
@@ -184,18 +197,45 @@ export function createStoreCaller(
       );
     },
     async settle(where, head, rules, reserved, actual, tokens) {
-      if (where === 'fallback') {
-        if (typeof policy !== 'object') return false;
-        await policy.settle(head, rules, reserved, actual, tokens);
-        return true;
-      }
-      try {
-        return (await attempt(head, () => store.settle(head, rules, reserved, actual, tokens))).ok;
-      } catch (error) {
-        // A closed store (the one error attempt passes on): reported, never thrown, as any failure.
-        events.storeError(error);
-        return false;
-      }
+      const settled = await whereReserved(where, head, (target) =>
+        target.settle(head, rules, reserved, actual, tokens).then(() => true),
+      );
+      return settled === true;
+    },
+    slots(where, head, rules, cost, tokens, action) {
+      return whereReserved(where, head, (target) => slotsOf(target, head, rules, cost, tokens, action));
     },
   };
+
+  /**
+   * Runs `work` on the store where a reservation was made: the configured store (within the
+   * deadline, not while the circuit is open) or the fallback. Resolves undefined when it failed.
+   */
+  async function whereReserved<T>(
+    where: 'store' | 'fallback',
+    head: string,
+    work: (target: Store) => Promise<T>,
+  ): Promise<T | undefined> {
+    if (where === 'fallback') return typeof policy === 'object' ? work(policy) : undefined;
+    try {
+      const outcome = await attempt(head, () => work(store));
+      return outcome.ok ? outcome.value : undefined;
+    } catch (error) {
+      // A closed store (the one error attempt passes on): reported, never thrown, as any failure.
+      events.storeError(error);
+      return undefined;
+    }
+  }
+}
+
+/** A store's `slots`, which the limiter made sure it has when any rule holds slots. */
+function slotsOf(
+  store: Store,
+  head: string,
+  rules: readonly ResolvedRule[],
+  cost: number,
+  tokens: readonly number[],
+  action: SlotAction,
+): Promise<number> {
+  return (store.slots as NonNullable<Store['slots']>)(head, rules, cost, tokens, action);
 }

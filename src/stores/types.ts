@@ -74,6 +74,9 @@ export interface InProcessPath {
   readonly maxKeys: number;
 }
 
+/** What `Store.slots` does with a request's concurrency slots. */
+export type SlotAction = 'release' | 'renew';
+
 /** One key's override as a store lists it. */
 export interface StoredOverride {
   /** The user's key (as given to `check`). */
@@ -144,6 +147,19 @@ export interface Store {
     actual: number,
     tokens: readonly number[],
   ): Promise<void>;
+  /**
+   * Releases (`'release'`) or renews (`'renew'`) the slots an admitted request of `cost` holds on
+   * `rules` (concurrency rules), given the token each rule returned for it, atomically. Resolves
+   * the number of slots that were still held (their lease not run out). Stores without it cannot
+   * run concurrency rules.
+   */
+  slots?(
+    head: string,
+    rules: readonly ResolvedRule[],
+    cost: number,
+    tokens: readonly number[],
+    action: SlotAction,
+  ): Promise<number>;
   /**
    * Risks in the store's configuration, looked up once (later calls share the answer), e.g. a
    * Redis `maxmemory-policy` that may evict overrides. Resolves empty when it cannot tell; never

@@ -14,7 +14,7 @@ import {
   type RuleOptions,
 } from '../../src/index.js';
 import { ALGORITHMS, type Rule, ruleSetArb, type Scenario, scenarioArb, singleRule } from './arbitraries.js';
-import { type Admitted, REFERENCES } from './reference.js';
+import { type Admitted, type RateAlgorithm, REFERENCES } from './reference.js';
 
 const RUNS = 120;
 
@@ -27,7 +27,9 @@ function fakeClockLimiter(rules: RuleOptions[]) {
 
 /** Every rule allows `cost` at `at`, by the references. */
 function allAllow(rules: Rule[], history: Admitted[], at: number, cost: number): boolean {
-  return rules.every((rule) => REFERENCES[rule.options.algorithm].allows(history, at, cost, rule.params));
+  return rules.every((rule) =>
+    REFERENCES[rule.options.algorithm as RateAlgorithm].allows(history, at, cost, rule.params),
+  );
 }
 
 /** Checks one rule's view of a decision against its reference; `after` is the history after the decision. */
@@ -39,7 +41,7 @@ function expectRuleView(
   at: number,
   cost: number,
 ): void {
-  const reference = REFERENCES[rule.options.algorithm];
+  const reference = REFERENCES[rule.options.algorithm as RateAlgorithm];
   const { params } = rule;
   const where = `rule ${view.rule} at ${at} cost ${cost}`;
   expect(view.allowed, where).toBe(reference.allows(history, at, cost, params));

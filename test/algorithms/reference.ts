@@ -94,7 +94,10 @@ const tokenBucket: Reference = {
   remaining: (history, now, params) => Math.floor(bucketTokens(history, now, params) / params.windowMs),
 };
 
-export const REFERENCES: Readonly<Record<AlgorithmName, Reference>> = {
+/** The rate algorithms (concurrency holds slots instead; its cases are in the specification table). */
+export type RateAlgorithm = Exclude<AlgorithmName, 'concurrency'>;
+
+export const REFERENCES: Readonly<Record<RateAlgorithm, Reference>> = {
   'fixed-window': fixedWindow,
   'sliding-log': slidingLog,
   'sliding-window': slidingWindow,

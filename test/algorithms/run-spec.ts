@@ -35,6 +35,13 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
           await limiter.reset(key);
           continue;
         }
+        if (step.op === 'release' || step.op === 'renew') {
+          const held = decisions[step.of ?? -1];
+          if (held === undefined) throw new Error(`step ${stepIndex}: ${step.op} of no earlier decision`);
+          if (step.op === 'release') await limiter.release(held);
+          else expect(await limiter.renew(held), `step ${stepIndex} renew`).toBe(step.renews);
+          continue;
+        }
         if (step.op === 'settle') {
           const settled = decisions[step.settles ?? -1];
           if (settled === undefined) throw new Error(`step ${stepIndex}: settles no earlier decision`);

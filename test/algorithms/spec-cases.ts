@@ -19,8 +19,14 @@ export interface Step {
   /** Milliseconds after BASE_TIME. */
   at: number;
   cost?: number;
-  /** `settle` settles the decision of step `settles` at cost `actual`; `reset` resets the key. */
-  op?: 'check' | 'peek' | 'settle' | 'reset';
+  /**
+   * `settle` settles the decision of step `settles` at cost `actual`; `reset` resets the key;
+   * `release` and `renew` release or renew the slots of step `of`'s decision (`renews`: whether
+   * every slot was still held).
+   */
+  op?: 'check' | 'peek' | 'settle' | 'reset' | 'release' | 'renew';
+  of?: number;
+  renews?: boolean;
   /** With plans: the plan to check under (default: the case's defaultPlan). */
   plan?: string;
   settles?: number;
@@ -180,6 +186,91 @@ export const SPEC_CASES: SpecCase[] = [
       { at: 0, expect: { ...ok(0, 100), rule: 'short' } },
       { at: 10, expect: { ...no(0, 990, 990), rule: 'long' }, rules: { short: no(0, 90, 90) } },
       { at: 500, expect: { ...no(0, 500, 500), rule: 'long' }, rules: { short: ok(1, 0) } },
+    ],
+  },
+  {
+    name: 'concurrency: slots are held until released or their lease runs out',
+    rules: { name: 'inflight', algorithm: 'concurrency', limit: 2, lease: 1000 },
+    steps: [
+      { at: 0, expect: ok(1, 1000) },
+      { at: 100, expect: ok(0, 1000) },
+      // retryAfterMs: when the earliest lease runs out (step 0's, taken at 0).
+      { at: 200, expect: no(0, 900, 800) },
+      { at: 300, op: 'release', of: 0 },
+      { at: 300, op: 'peek', expect: ok(0, 1000) },
+      // A second release frees nothing: step 1's slot stays taken.
+      { at: 300, op: 'release', of: 0 },
+      { at: 300, expect: ok(0, 1000) },
+      { at: 300, expect: no(0, 1000, 800) },
+      // Step 1's lease ran out at 1100 (nobody released it): its slot is free again, not before.
+      { at: 1099, expect: no(0, 201, 1) },
+      { at: 1100, expect: ok(0, 1000) },
+      { at: 1150, op: 'renew', of: 6, renews: true },
+      { at: 1300, expect: no(0, 850, 800) },
+      // Releasing a denied decision, or renewing a released or expired one, does nothing.
+      { at: 1300, op: 'release', of: 11 },
+      { at: 1300, op: 'renew', of: 0, renews: false },
+      { at: 2100, expect: ok(0, 1000) },
+      { at: 3200, op: 'renew', of: 9, renews: false },
+      { at: 3200, op: 'peek', expect: ok(1, 1000) },
+    ],
+  },
+  {
+    name: 'concurrency: a check takes cost slots, a cost above the limit never passes',
+    rules: { name: 'inflight', algorithm: 'concurrency', limit: 3, lease: 1000 },
+    steps: [
+      { at: 0, cost: 2, expect: ok(1, 1000) },
+      { at: 10, cost: 2, expect: no(1, 990, 990) },
+      { at: 20, cost: 4, expect: no(1, 980, Number.POSITIVE_INFINITY) },
+      { at: 20, expect: ok(0, 1000) },
+      { at: 30, op: 'release', of: 0 },
+      { at: 30, cost: 2, expect: ok(0, 1000) },
+      { at: 40, expect: no(0, 990, 980) },
+      { at: 1020, cost: 2, expect: no(1, 10, 10) },
+    ],
+  },
+  {
+    name: 'concurrency: a reset frees every slot, and a release from before it frees nothing since',
+    rules: { name: 'inflight', algorithm: 'concurrency', limit: 1, lease: 1000 },
+    steps: [
+      { at: 0, expect: ok(0, 1000) },
+      { at: 0, op: 'reset' },
+      { at: 0, expect: ok(0, 1000) },
+      { at: 0, op: 'release', of: 0 },
+      { at: 0, expect: no(0, 1000, 1000) },
+      { at: 10, op: 'release', of: 2 },
+      { at: 10, expect: ok(0, 1000) },
+    ],
+  },
+  {
+    name: 'concurrency with a rate rule: all or nothing',
+    rules: [
+      { name: 'inflight', algorithm: 'concurrency', limit: 1, lease: 1000 },
+      { name: 'minute', algorithm: 'fixed-window', limit: 2, window: 60_000 },
+    ],
+    steps: [
+      { at: 0, expect: { ...ok(0, 1000), rule: 'inflight' }, rules: { minute: ok(1, 60_000) } },
+      // Denied for lack of a slot: no rate quota is consumed.
+      {
+        at: 10,
+        expect: { ...no(0, 990, 990), rule: 'inflight' },
+        rules: { minute: { allowed: true, remaining: 1 } },
+      },
+      { at: 20, op: 'release', of: 0 },
+      { at: 20, expect: { ...ok(0, 1000), rule: 'inflight' }, rules: { minute: ok(0, 59_980) } },
+      { at: 30, op: 'release', of: 3 },
+      // Denied by the rate rule: no slot is taken.
+      {
+        at: 30,
+        expect: { ...no(0, 59_970, 59_970), rule: 'minute' },
+        rules: { inflight: { allowed: true, remaining: 1 } },
+      },
+      {
+        at: 40,
+        op: 'peek',
+        expect: { ...no(0, 59_960, 59_960), rule: 'minute' },
+        rules: { inflight: { remaining: 1 } },
+      },
     ],
   },
 ];

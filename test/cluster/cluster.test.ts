@@ -7,7 +7,7 @@
 
 import { Cluster as IoRedisCluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALGORITHM_NAMES, ALGORITHMS } from '../../src/algorithms/index.js';
+import { ALGORITHMS } from '../../src/algorithms/index.js';
 import { encodeKey, keyHead } from '../../src/core/key-encoding.js';
 import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { MAX_RULES } from '../../src/rules.js';
@@ -84,7 +84,7 @@ describe('all five algorithms in one limiter', () => {
     // Keys spread over all masters, hostile ones included.
     const keys = clientKeys().flatMap((family) => family.keys.slice(0, 10));
     // Load the library everywhere first, so the count below is of checks alone.
-    const library = scriptFor(ALGORITHM_NAMES.map((name) => ALGORITHMS[name].code)).library;
+    const library = scriptFor(rules.map((rule) => ALGORITHMS[rule.algorithm].code)).library;
     await Promise.all(masters.map((port) => nodeCommand(port, 'FUNCTION', 'LOAD', 'REPLACE', library)));
     await resetStats();
 

@@ -2,7 +2,7 @@
 import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type { AlgorithmName } from '../../index.js';
-import { ALGORITHM_NAMES, MAX_UNITS_TIMES_WINDOW, SLIDING_LOG_MAX_LIMIT } from '../../internal.js';
+import { MAX_UNITS_TIMES_WINDOW, RATE_ALGORITHM_NAMES, SLIDING_LOG_MAX_LIMIT } from '../../internal.js';
 import {
   durationOption,
   integerOption,
@@ -31,7 +31,7 @@ Options:
   --limit N           requests per window (default 100); N/WINDOW sets both, e.g. 100/1m
   --window DURATION   window length: 500ms, 10s, 1m, 1h (default 1m)
   --burst N           token-bucket and gcra capacity (default: the limit)
-  --algorithms LIST   comma-separated algorithms (default: all of ${ALGORITHM_NAMES.join(', ')})
+  --algorithms LIST   comma-separated algorithms (default: all of ${RATE_ALGORITHM_NAMES.join(', ')})
   --clients N         clients in the 'many' scenario (default: about 200,000 requests in total)
   --seed N            seed of the random scenarios (default 1)
   --redis URL         also replay every run on this Redis to measure MEMORY USAGE per key and the
@@ -94,8 +94,8 @@ export function parseCompareSettings(argv: readonly string[]): {
   const algorithmsText = stringOption(parsed, 'algorithms');
   const algorithms =
     algorithmsText === undefined
-      ? [...ALGORITHM_NAMES]
-      : (listOption(algorithmsText, '--algorithms', ALGORITHM_NAMES) as AlgorithmName[]);
+      ? [...RATE_ALGORITHM_NAMES]
+      : (listOption(algorithmsText, '--algorithms', RATE_ALGORITHM_NAMES) as AlgorithmName[]);
   if (algorithms.includes('sliding-log') && limit > SLIDING_LOG_MAX_LIMIT) {
     throw new UsageError(`--limit: sliding-log accepts at most ${SLIDING_LOG_MAX_LIMIT}`);
   }

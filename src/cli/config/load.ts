@@ -17,6 +17,7 @@ export const STORE_FLAGS = {
   limit: { type: 'string', multiple: true },
   algorithm: { type: 'string' },
   burst: { type: 'string' },
+  concurrency: { type: 'string' },
   redis: { type: 'string' },
   'redis-cluster': { type: 'string' },
   prefix: { type: 'string' },
@@ -27,6 +28,8 @@ export const STORE_FLAGS_HELP = `  -c, --config FILE         JSON or YAML config
   --algorithm NAME          algorithm of the --limit rules: sliding-window (default), fixed-window,
                             sliding-log, token-bucket, gcra
   --burst N                 capacity of token-bucket and gcra --limit rules (default: the limit)
+  --concurrency N           at most N requests in flight per client (or API key) across every
+                            gateway on the store, in every plan without its own concurrency
   --redis URL               Redis store (default: REDIS_URL, else the in-memory store)
   --redis-cluster NODES     Redis Cluster seed nodes: host:port,host:port
   --prefix PREFIX           namespace of the Redis keys (default floodgate)`;
@@ -128,6 +131,12 @@ function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.Pro
     throw new UsageError(
       `--${algorithm !== undefined ? 'algorithm' : 'burst'} goes with --limit, e.g. --limit 120/1m`,
     );
+  }
+
+  const slots = stringOption(parsed, 'concurrency');
+  if (slots !== undefined) {
+    raw.concurrency = /^\d+$/.test(slots) ? Number(slots) : slots;
+    labels.concurrency = '--concurrency';
   }
 
   const store: Fields =

@@ -4,8 +4,19 @@
  */
 import { createHash } from 'node:crypto';
 import type { RuleOptions } from '../../index.js';
-import { type Fields, fail, HEADER_NAME, join, type Labels, objectAt, oneOf, stringAt } from './check.js';
-import { parseRuleList } from './rules.js';
+import { resolveRules } from '../../internal.js';
+import {
+  core,
+  type Fields,
+  fail,
+  HEADER_NAME,
+  join,
+  type Labels,
+  objectAt,
+  oneOf,
+  stringAt,
+} from './check.js';
+import { concurrencyRule, parseRuleList } from './rules.js';
 
 /** The core's rule for plan names (src/core/plans.ts): no dots, since rules are shown as `<plan>.<rule>`. */
 const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -23,8 +34,48 @@ export interface Tiers {
   readonly default: string;
 }
 
-/** The plans of a config: its `plans`, or one `default` plan of its `rules` (default 60/1m). */
+/**
+ * The plans of a config: its `plans`, or one `default` plan of its `rules` (default 60/1m). A
+ * plan is a rule list, or `{ rules?, concurrency? }`; the top-level `concurrency` applies to every
+ * plan that sets none of its own.
+ */
 export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions[]> {
+  const plans = parsePlanRules(raw, labels);
+  if (raw.concurrency !== undefined) {
+    const where = labels.concurrency ?? 'concurrency';
+    const shared = concurrencyRule(raw.concurrency, where);
+    for (const [name, rules] of plans) {
+      if (rules.some((rule) => rule.algorithm === 'concurrency')) continue;
+      const combined = [...rules, shared];
+      core(() => resolveRules(combined, plans.size > 1 ? `${where} (plan ${name})` : where));
+      plans.set(name, combined);
+    }
+  }
+  return plans;
+}
+
+/** A plan written as `{ rules?, concurrency? }` rather than a rule list. */
+function isPlanObject(value: unknown): value is Fields {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    ('concurrency' in value || 'rules' in value)
+  );
+}
+
+function parsePlan(value: unknown, path: string): RuleOptions[] {
+  if (!isPlanObject(value)) return parseRuleList(value, path);
+  const fields = objectAt(value, path, ['rules', 'concurrency']);
+  const rules = fields.rules === undefined ? [] : parseRuleList(fields.rules, join(path, 'rules'));
+  if (fields.concurrency !== undefined)
+    rules.push(concurrencyRule(fields.concurrency, join(path, 'concurrency')));
+  if (rules.length === 0) fail(path, 'give rules or concurrency');
+  core(() => resolveRules(rules, path));
+  return rules;
+}
+
+function parsePlanRules(raw: Fields, labels: Labels): Map<string, RuleOptions[]> {
   const plans = new Map<string, RuleOptions[]>();
   if (raw.plans !== undefined) {
     if (raw.rules !== undefined)
@@ -38,7 +89,7 @@ export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions
           "plan name must be 1-64 letters, digits, _ or - (starting with a letter or digit), not 'override'",
         );
       }
-      plans.set(name, parseRuleList(rules, path));
+      plans.set(name, parsePlan(rules, path));
     }
     if (plans.size === 0) fail('plans', 'define at least one plan, e.g. free: [60/1m]');
   } else {

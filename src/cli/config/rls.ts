@@ -9,7 +9,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join as joinPath } from 'node:path';
 import type { RuleOptions } from '../../index.js';
-import { ALGORITHM_NAMES, resolveRules } from '../../internal.js';
+import { RATE_ALGORITHM_NAMES, resolveRules } from '../../internal.js';
 import {
   arrayAt,
   booleanAt,
@@ -192,7 +192,7 @@ function parseLimit(
   const algorithm =
     fields.algorithm === undefined
       ? 'fixed-window'
-      : oneOf(fields.algorithm, `${where}.algorithm`, ALGORITHM_NAMES);
+      : oneOf(fields.algorithm, `${where}.algorithm`, RATE_ALGORITHM_NAMES);
   if (requestsPerUnit === 0 && fields.burst !== undefined)
     fail(`${where}.burst`, 'a limit of 0 takes no burst');
   // A limit of 0 denies every request without a store call: no rule.

@@ -17,7 +17,7 @@ import {
   oneOf,
   stringAt,
 } from './check.js';
-import { NAME, NAME_HINT, parseRuleList } from './rules.js';
+import { concurrencyRule, NAME, NAME_HINT, parseRuleList } from './rules.js';
 
 /** The methods a route may name; `*` (the default) means all of them. */
 export const METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
@@ -37,6 +37,20 @@ export interface RouteSpec {
   /** Rules per plan for this route (the plan's own rules included unless `inherit: false`). */
   readonly rules: ReadonlyMap<string, readonly RuleOptions[]>;
 }
+
+/** A route's fields that limit it (a skipped route takes none of them). */
+const LIMIT_FIELDS = [
+  'limit',
+  'window',
+  'algorithm',
+  'burst',
+  'rules',
+  'plans',
+  'inherit',
+  'cost',
+  'concurrency',
+  'shadow',
+];
 
 /** `routes` then `skip`, in order; the gateway adds a catch-all for every path they leave. */
 export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly RuleOptions[]>): RouteSpec[] {
@@ -60,17 +74,9 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       'name',
       'method',
       'path',
-      'cost',
       'skip',
-      'limit',
-      'window',
-      'algorithm',
-      'burst',
-      'rules',
-      'plans',
-      'inherit',
       'caseSensitive',
-      'shadow',
+      ...LIMIT_FIELDS,
     ]);
     const path = parsePath(fields.path, `${where}.path`);
     const methods = parseMethods(fields.method, `${where}.method`);
@@ -84,17 +90,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       fields.caseSensitive === undefined ? false : booleanAt(fields.caseSensitive, `${where}.caseSensitive`);
     const cost =
       fields.cost === undefined ? 1 : integerAt(fields.cost, `${where}.cost`, 1, Number.MAX_SAFE_INTEGER);
-    const ownFields = [
-      'limit',
-      'window',
-      'algorithm',
-      'burst',
-      'rules',
-      'plans',
-      'inherit',
-      'cost',
-      'shadow',
-    ].filter((field) => fields[field] !== undefined);
+    const ownFields = LIMIT_FIELDS.filter((field) => fields[field] !== undefined);
     if (skip && ownFields.length > 0) fail(`${where}.${ownFields[0]}`, 'a skipped route takes no limits');
     if (fields.rules !== undefined && fields.limit !== undefined) {
       fail(`${where}.limit`, 'give either limit (one rule) or rules (a list), not both');
@@ -120,6 +116,9 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       own = shadowed(parseRuleList(rule, where, name));
     } else if (fields.rules !== undefined) {
       own = shadowed(parseRuleList(fields.rules, `${where}.rules`, name));
+    }
+    if (fields.concurrency !== undefined) {
+      own = [...own, concurrencyRule(fields.concurrency, `${where}.concurrency`, name)];
     }
     const perPlan = new Map<string, RuleOptions[]>();
     const planFields =

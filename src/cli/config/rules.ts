@@ -3,9 +3,9 @@
  * block?, shadow? }` objects, checked in context by the core's own rule validation so messages name the field.
  */
 import type { AlgorithmName, RuleOptions } from '../../index.js';
-import { ALGORITHM_NAMES, formatDuration, resolveRules } from '../../internal.js';
+import { ALGORITHM_NAMES, describe, formatDuration, resolveRules } from '../../internal.js';
 import { parseRate } from '../args.js';
-import { ConfigError, core, durationAt, fail, objectAt, oneOf, stringAt } from './check.js';
+import { ConfigError, core, durationAt, type Fields, fail, objectAt, oneOf, stringAt } from './check.js';
 
 export const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const NAME_HINT = 'must be 1-64 letters, digits, _ . - (starting with a letter or digit)';
@@ -36,11 +36,21 @@ function parseRule(
   namePrefix: string,
   defaultAlgorithm: AlgorithmName,
 ): RuleOptions {
-  const fields = objectAt(value, path, ['name', 'algorithm', 'limit', 'window', 'burst', 'block', 'shadow']);
+  const fields = objectAt(value, path, [
+    'name',
+    'algorithm',
+    'limit',
+    'window',
+    'burst',
+    'lease',
+    'block',
+    'shadow',
+  ]);
   const algorithm =
     fields.algorithm === undefined
       ? defaultAlgorithm
       : oneOf(fields.algorithm, `${path}.algorithm`, ALGORITHM_NAMES);
+  if (algorithm === 'concurrency') return slotRule(fields, path, namePrefix);
   let limit = fields.limit;
   let window = fields.window;
   if (typeof limit === 'string') {
@@ -66,11 +76,40 @@ function parseRule(
   if (fields.burst !== undefined) rule.burst = fields.burst;
   if (fields.block !== undefined) rule.block = fields.block;
   if (fields.shadow !== undefined) rule.shadow = fields.shadow;
+  if (fields.lease !== undefined) rule.lease = fields.lease;
   if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
   else if (namePrefix !== '' && typeof limit === 'number') {
     const windowMs = durationAt(window, `${path}.window`);
     rule.name = `${namePrefix}.${algorithm}-${limit}-per-${formatDuration(windowMs)}`.slice(0, 64);
   }
   // Validated in context (with its siblings) by resolveRules in parseRuleList.
+  return rule as unknown as RuleOptions;
+}
+
+/**
+ * A concurrency rule: `{ algorithm: concurrency, limit, lease? }`, or the shorthand `concurrency:
+ * N` / `concurrency: { limit, lease }` of a route, plan or the top level (named `concurrency`,
+ * after `namePrefix` when there is one).
+ */
+export function concurrencyRule(value: unknown, path: string, namePrefix = ''): RuleOptions {
+  if (typeof value !== 'number' && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+    fail(path, `${describe(value)} must be a number of requests in flight, e.g. 5, or { limit, lease }`);
+  }
+  const fields: Fields =
+    typeof value === 'number' ? { limit: value } : objectAt(value, path, ['limit', 'lease']);
+  return slotRule({ ...fields, name: namePrefix === '' ? 'concurrency' : `${namePrefix}.concurrency` }, path);
+}
+
+function slotRule(fields: Fields, path: string, namePrefix = ''): RuleOptions {
+  if (typeof fields.limit !== 'number') {
+    fail(`${path}.limit`, `${describe(fields.limit)} must be a number of requests in flight, e.g. limit: 5`);
+  }
+  const rule: Record<string, unknown> = { algorithm: 'concurrency', limit: fields.limit };
+  if (fields.window !== undefined) fail(`${path}.window`, 'a concurrency rule has no window; give lease');
+  if (fields.burst !== undefined) fail(`${path}.burst`, 'a concurrency rule has no burst');
+  if (fields.lease !== undefined) rule.lease = fields.lease;
+  if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
+  else if (namePrefix !== '') rule.name = `${namePrefix}.concurrency-${fields.limit}`.slice(0, 64);
+  core(() => resolveRules(rule, path));
   return rule as unknown as RuleOptions;
 }

@@ -93,6 +93,7 @@ const TOP_FIELDS = [
   'trustProxy',
   'apiKeyHeader',
   'rules',
+  'concurrency',
   'tiers',
   'plans',
   'routes',

@@ -23,11 +23,19 @@ export function ruleText(rule: {
   name?: string;
   algorithm: string;
   limit: number;
-  window: unknown;
+  window?: unknown;
   burst?: number;
+  lease?: unknown;
 }): string {
-  const window = typeof rule.window === 'number' ? formatDuration(rule.window) : String(rule.window);
-  return `${rule.name ? `${rule.name}: ` : ''}${rule.algorithm} ${rule.limit}/${window}${rule.burst ? ` burst ${rule.burst}` : ''}`;
+  const name = rule.name ? `${rule.name}: ` : '';
+  if (rule.algorithm === 'concurrency') {
+    return `${name}concurrency ${rule.limit}${rule.lease === undefined ? '' : ` lease ${durationText(rule.lease)}`}`;
+  }
+  return `${name}${rule.algorithm} ${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}`;
+}
+
+function durationText(value: unknown): string {
+  return typeof value === 'number' ? formatDuration(value) : String(value);
 }
 
 /** Risks the configuration accepts on purpose: printed by `serve --check`, logged at start. */

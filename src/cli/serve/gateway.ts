@@ -39,6 +39,8 @@ export interface Gateway {
 /** What the gateway attaches to each route's config, for logs and metrics. */
 interface RouteTag {
   route: string;
+  /** Units (and concurrency slots) a request of the route takes. */
+  cost: number;
 }
 
 type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -163,8 +165,23 @@ function adapterOptionsFor(parts: GatewayParts): FloodgateOptions {
       });
       for (const rule of decision.shadowDenied) metrics.shadowDenied.inc({ route, plan, rule });
       if (decision.degraded) metrics.degraded.inc({ reason: decision.degraded });
+      if (decision.allowed) countSlots(metrics, request.raw, decision, tag?.cost ?? 1);
     },
   };
+}
+
+// Each request's response (set as the gateway takes the request), so the slots its decision
+// holds are counted until the response closes.
+const responses = new WeakMap<IncomingMessage, ServerResponse>();
+
+function countSlots(metrics: GatewayMetrics, req: IncomingMessage, decision: Decision, cost: number): void {
+  const rules = decision.rules.filter((view) => view.inFlight !== undefined).map((view) => view.rule);
+  const res = responses.get(req);
+  if (rules.length === 0 || res === undefined) return;
+  for (const rule of rules) metrics.slots.add(cost, { rule });
+  res.once('close', () => {
+    for (const rule of rules) metrics.slots.add(-cost, { rule });
+  });
 }
 
 /** Every route (and the catch-all), each under the one limiter of its rules. */
@@ -183,7 +200,7 @@ async function registerRoutes(
       const routeOptions = {
         method: [...route.methods],
         ...routeMatching(route.path, route.caseSensitive, options.anyCaseSensitive),
-        config: { rateLimit, gateway: { route: route.name } satisfies RouteTag },
+        config: { rateLimit, gateway: { route: route.name, cost: route.cost } satisfies RouteTag },
         handler: options.handler,
       } as RouteOptions;
       try {
@@ -213,6 +230,7 @@ function generation(
       }
       inFlight++;
       metrics.inFlight.add(1);
+      responses.set(req, res);
       res.once('close', () => {
         inFlight--;
         metrics.inFlight.add(-1);

@@ -171,6 +171,10 @@ export function gatewayMetrics(registry: Registry = createRegistry()) {
       'Requests the upstream could not answer (502/503/504), by reason.',
     ),
     inFlight: registry.gauge('floodgate_in_flight_requests', 'Requests being handled right now.'),
+    slots: registry.gauge(
+      'floodgate_concurrency_slots_in_use',
+      "Concurrency slots held by this gateway's requests in flight, by rule.",
+    ),
     reloads: registry.counter('floodgate_config_reloads_total', 'Configuration reloads (SIGHUP), by result.'),
   };
 }

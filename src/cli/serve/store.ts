@@ -89,6 +89,7 @@ function timed(store: Store, metrics: GatewayMetrics): Store {
     ...(store.clock !== undefined ? { clock: store.clock } : {}),
     ...(store.shardOf !== undefined ? { shardOf: store.shardOf.bind(store) } : {}),
     ...(store.inspect !== undefined ? { inspect: store.inspect.bind(store) } : {}),
+    ...(store.slots !== undefined ? { slots: store.slots.bind(store) } : {}),
     evaluate(head, rules, cost, consume, overrideSeen) {
       const started = performance.now();
       const operation = consume ? 'check' : 'peek';

@@ -1,19 +1,25 @@
-/** Settling a reservation and resetting a key on the memory store's chains. */
+/**
+ * Changing a key's states after its checks on the memory store's chains: settling a reservation,
+ * releasing or renewing concurrency slots, and resetting the key.
+ */
 import { BLOCK_SUFFIX } from '../../algorithms/block.js';
+import type { SettleResult } from '../../algorithms/index.js';
 import type { ResolvedRule } from '../../core/types.js';
+import type { SlotAction } from '../types.js';
 import type { Chains } from './chains.js';
 import { lastOf, liveState, type Slot, slotOf, slotsOf } from './slots.js';
 
-/** Applies each rule's settlement (see Algorithm.settle) to its slot under `prefix`. */
-export function settleSlots(
+/** One rule's change: its new state and ttl, `'delete'`, or undefined (unchanged). */
+type Step = (rule: ResolvedRule, state: unknown, now: number, index: number) => SettleResult<unknown>;
+
+/** Applies `step` to each rule's live state under `prefix` in `encoded`'s chain, storing or deleting what it returns. */
+function changeSlots(
   chains: Chains,
   encoded: string,
   prefix: string,
   rules: readonly ResolvedRule[],
-  reserved: number,
-  actual: number,
-  tokens: readonly number[],
   now: number,
+  step: Step,
 ): void {
   let first = chains.get(encoded);
   let last = lastOf(first);
@@ -22,8 +28,7 @@ export function settleSlots(
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i] as ResolvedRule;
     const slot = slots[i];
-    const settlement = { token: tokens[i] as number, reserved, actual };
-    const result = rule.algorithm.settle(liveState(slot, now), now, settlement, rule);
+    const result = step(rule, liveState(slot, now), now, i);
     if (result === 'delete') {
       if (slot !== undefined) doomed.add(slot);
     } else if (result !== undefined) {
@@ -44,20 +49,63 @@ export function settleSlots(
   chains.reclaim(now);
 }
 
-/** Forgets the slots of `rules` under `prefix` in `encoded`'s chain. */
+/** Applies each rule's settlement (see Algorithm.settle) to its slot under `prefix`. */
+export function settleSlots(
+  chains: Chains,
+  encoded: string,
+  prefix: string,
+  rules: readonly ResolvedRule[],
+  reserved: number,
+  actual: number,
+  tokens: readonly number[],
+  now: number,
+): void {
+  changeSlots(chains, encoded, prefix, rules, now, (rule, state, at, i) =>
+    rule.algorithm.settle(state, at, { token: tokens[i] as number, reserved, actual }, rule),
+  );
+}
+
+/** Releases or renews a request's concurrency slots (see Algorithm.slots); returns how many were held. */
+export function changeConcurrencySlots(
+  chains: Chains,
+  encoded: string,
+  prefix: string,
+  rules: readonly ResolvedRule[],
+  tokens: readonly number[],
+  action: SlotAction,
+  now: number,
+): number {
+  let touched = 0;
+  changeSlots(chains, encoded, prefix, rules, now, (rule, state, at, i) => {
+    const change = rule.algorithm.slots?.[action](state, at, tokens[i] as number, rule);
+    touched += change?.slots ?? 0;
+    return change?.result;
+  });
+  return touched;
+}
+
+/**
+ * Forgets the states of `rules` under `prefix` in `encoded`'s chain; a concurrency rule keeps
+ * its last slot id (see Algorithm.slots.reset).
+ */
 export function resetSlots(
   chains: Chains,
   encoded: string,
   prefix: string,
   rules: readonly ResolvedRule[],
+  now: number,
 ): void {
+  if (chains.get(encoded) === undefined) return;
+  changeSlots(chains, encoded, prefix, rules, now, (rule, state, at) =>
+    rule.algorithm.slots === undefined ? 'delete' : rule.algorithm.slots.reset(state, at),
+  );
+  // Blocks live in slots of their own beside the rules' (see algorithms/block.ts).
   const first = chains.get(encoded);
   if (first === undefined) return;
   const doomed = new Set<Slot>();
-  for (const slot of slotsOf(first, prefix, rules)) if (slot !== undefined) doomed.add(slot);
   for (const rule of rules) {
     const block = rule.block === undefined ? undefined : slotOf(first, prefix, rule.keyTail + BLOCK_SUFFIX);
     if (block !== undefined) doomed.add(block);
   }
-  chains.remove(encoded, first, doomed);
+  if (doomed.size > 0) chains.remove(encoded, first, doomed);
 }

@@ -12,7 +12,7 @@ import type { CachedHead, Evaluated, OverrideChanged, RuleOutcome, Store } from 
 import { createChains } from './chains.js';
 import { createMemoryOverrides } from './overrides.js';
 import { createRun } from './run.js';
-import { resetSlots, settleSlots } from './settle.js';
+import { changeConcurrencySlots, resetSlots, settleSlots } from './settle.js';
 import type { Slot } from './slots.js';
 
 export interface MemoryStoreOptions {
@@ -101,9 +101,13 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
       const { prefix, encoded } = splitHead(head);
       settleSlots(chains, encoded, prefix, rules, reserved, actual, tokens, clock());
     },
+    async slots(head, rules, _cost, tokens, action) {
+      const { prefix, encoded } = splitHead(head);
+      return changeConcurrencySlots(chains, encoded, prefix, rules, tokens, action, clock());
+    },
     async reset(head, rules) {
       const { prefix, encoded } = splitHead(head);
-      resetSlots(chains, encoded, prefix, rules);
+      resetSlots(chains, encoded, prefix, rules, clock());
     },
     async setOverride(prefix, key, value, ttlMs) {
       overrides.set(prefix, key, value, ttlMs === undefined ? undefined : clock() + ttlMs);

@@ -6,10 +6,11 @@
  * ARGV[1] is the mode.
  *   'b' a batch of checks and peeks, on one clock (one TIME call), all in one atomic call. On a
  *       cluster every key of a batch shares one slot. KEYS, per check: the key's override key,
- *       then each rule's keys in rule order, then the block key of each rule with a block. ARGV: 'b', check count, now (ms, or -1 for the
- *       server's TIME), rule-set count, the rule sets (per rule "code,limit,windowMs,capacity,
- *       shadow,blockMs,factor,maxMs,forgetMs": shadow 1 for a rule that never denies, the block
- *       fields 0 for a rule without blocks; joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
+ *       then each rule's keys in rule order, then the block key of each rule with a block.
+ *       ARGV: 'b', check count, now (ms, or -1 for the server's TIME), rule-set count, the rule
+ *       sets (per rule "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs":
+ *       shadow 1 for a rule that never denies, the block fields 0 for a rule without blocks;
+ *       joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
  *       peek, set the rule set's number, seen the override the caller knows: '' for none, '*'
  *       to skip the comparison), whatever its rules.
  *       Reply: one flat array for the whole batch (Redis inspects every table it converts, so a
@@ -21,6 +22,8 @@
  * Modes on one user key (every key shares its hash tag, so one slot):
  *   's' settle: KEYS as for a check. ARGV: mode, reserved cost, now, actual cost, rule count,
  *       then per rule: code, limit, windowMs, capacity, the token its check returned.
+ *   'f' release and 'n' renew a request's concurrency slots: as 's' (the actual cost unused);
+ *       replies the number of live slots released or renewed.
  *   'r' reset: KEYS as for a check; deletes the rule keys (not the override).
  *   'o' set override: KEYS = { override key }. ARGV: mode, ttl ms (0: none), now, value.
  *       Stores "expiresAt:value" (expiresAt 0: none) and replies expiresAt.
@@ -158,12 +161,12 @@ local function liveOverride(stored)
   if e > now then return value, e - now end
 end
 
--- Rule sets ("code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs;...") and check arguments ("mode:cost:set:seen") as
--- parsed, by their text: a limiter sends the same few strings on every call. A function library
--- keeps this table from call to call, so each string is parsed (a gmatch or match, and a strtod
--- per number) once rather than once per call; an EVAL starts with an empty one. Both kinds share
--- it: a rule set's text has no ':' and a check's always has. Emptied when full, so strings that
--- come and go (costs, override values) cannot grow the server's Lua memory without bound.
+-- Rule sets ("code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs;...") and check
+-- arguments ("mode:cost:set:seen") as parsed, by their text: a limiter sends the same few
+-- strings on every call. A function library keeps this table from call to call, so each string
+-- is parsed (a gmatch or match, and a strtod per number) once rather than once per call; an EVAL
+-- starts with an empty one. Both kinds share it: a rule set's text has no ':' and a check's
+-- always has. Emptied when full, so strings that come and go (costs, override values) cannot grow the server's Lua memory without bound.
 local PARSED, PARSED_COUNT, PARSED_MAX = {}, 0, 512
 local function remember(text, parsed)
   if PARSED_COUNT >= PARSED_MAX then PARSED, PARSED_COUNT = {}, 0 end
@@ -171,7 +174,7 @@ local function remember(text, parsed)
 end
 
 local NEVER = -1
-local EVALUATORS, SETTLERS = {}, {}
+local EVALUATORS, SETTLERS, RELEASERS, RENEWERS = {}, {}, {}, {}
 local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W = {}, {}, {}, {}, {}, {}
 local KEY_COUNTS = { __KEY_COUNTS__ }
 -- Usage after a settle: a refund stops at zero, a charge at most (never lowering usage above it).
@@ -186,8 +189,9 @@ __BLOCK__
 
 -- One check or peek of one user key, its reply appended to 'out' after position n (see the
 -- header). Its keys start at KEYS[k] (the override key); 'rules' is its rule set, each rule
--- { code, limit, windowMs, capacity }. Returns the last position written and where the next
--- check's keys start.
+-- { code, limit, windowMs, capacity, shadow, blockMs, factor, maxMs, forgetMs }, and the set's
+-- 'keys' counts its rules' keys, 'blocks' its block keys (which follow them). Returns the last
+-- position written and where the next check's keys start.
 local function checkOne(out, n, k, rules, mode, cost, seen)
   -- First: is the key's override still the one the caller decided with?
   local overrideRemaining = nil
@@ -299,17 +303,25 @@ local function run(keys, args)
 
   VALUES, WRITTEN, TTL, DIRTY, DIRTY_COUNT = readAll(), {}, {}, {}, 0
 
-  if mode == 's' then
+  if mode == 's' or mode == 'f' or mode == 'n' then
     local reserved = tonumber(ARGV[2])
     local delta = tonumber(ARGV[4]) - reserved
-    local k, a = 2, 6
+    -- 'f' and 'n' release and renew a request's slots, counting the live slots they touched.
+    local slots = mode == 'f' and RELEASERS or mode == 'n' and RENEWERS
+    local k, a, touched = 2, 6, 0
     for i = 1, tonumber(ARGV[5]) do
       local code = tonumber(ARGV[a])
-      SETTLERS[code](k, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), reserved, delta)
+      local L, W, B, token = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+      if slots then
+        touched = touched + slots[code](k, L, W, B, token, reserved)
+      else
+        SETTLERS[code](k, L, W, B, token, reserved, delta)
+      end
       k = k + KEY_COUNTS[code]
       a = a + 5
     end
     writeAll()
+    if slots then return touched end
     return 1
   end
 

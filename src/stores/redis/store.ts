@@ -3,6 +3,7 @@
  * checks issued together share that call (batch.ts). How a call reaches Redis (FCALL or EVALSHA,
  * reloads, retries that cannot double count) is calls.ts; the reply's wire format is reply.ts.
  */
+import type { ResolvedRule } from '../../core/types.js';
 import { describe } from '../../describe.js';
 import { checkOptions } from '../../options.js';
 import type { Store, StoreWarning } from '../types.js';
@@ -82,6 +83,21 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const readiness = readinessOf(options.client);
   const { run, runReadOnly } = createScriptCalls(runner, readiness, functions);
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
+
+  /** A call about an admitted request ('s' settle, 'f' release, 'n' renew), given its rules' tokens. */
+  function afterCheck(
+    mode: 's' | 'f' | 'n',
+    head: string,
+    rules: readonly ResolvedRule[],
+    reserved: number,
+    actual: number,
+    tokens: readonly number[],
+  ): Promise<unknown> {
+    const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number));
+    const args = [mode, String(reserved), now(), String(actual), String(rules.length), ...perRule];
+    const described = describeRules(rules);
+    return run(described.script, ruleKeys(head, described), args);
+  }
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
   const batcher = createBatcher(run, shardOf, runReadOnly);
   // Read once, when first asked (a limiter asks as it is created): see memory-policy.ts.
@@ -114,10 +130,10 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       }
     },
     async settle(head, rules, reserved, actual, tokens) {
-      const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number));
-      const args = ['s', String(reserved), now(), String(actual), String(rules.length), ...perRule];
-      const described = describeRules(rules);
-      await run(described.script, ruleKeys(head, described), args);
+      await afterCheck('s', head, rules, reserved, actual, tokens);
+    },
+    async slots(head, rules, cost, tokens, action) {
+      return Number(await afterCheck(action === 'release' ? 'f' : 'n', head, rules, cost, 0, tokens));
     },
     inspect() {
       // Once connected (a limiter is often created before its client is), never forcing a lazy client to connect.
@@ -132,8 +148,17 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
     async reset(head, rules) {
       // Every plan's rules at once can be many keys: in calls of a bounded size, each led by the
-      // override key the script skips.
-      const [override, ...keys] = ruleKeys(head, describeRules(rules));
+      // override key the script skips. A slot rule's last id is kept (see Algorithm.slots.reset).
+      const deleted = rules.map((rule) => {
+        const { keySuffixes, slots } = rule.algorithm;
+        return (slots === undefined ? keySuffixes : keySuffixes.slice(0, -1)).map(
+          (suffix: string) => rule.keyTail + suffix,
+        );
+      });
+      const [override, ...keys] = ruleKeys(head, {
+        suffixes: deleted,
+        blockSuffixes: describeRules(rules).blockSuffixes,
+      });
       for (let from = 0; from < keys.length; from += MAX_BATCH_KEYS) {
         await run(BASE_SCRIPT, [override as string, ...keys.slice(from, from + MAX_BATCH_KEYS)], ['r']);
       }

@@ -20,7 +20,7 @@ useRedisServer((started) => {
 
 /** The commands the README lists, as ACL rules (the scripts' own commands run under them too). */
 const SCRIPT_COMMANDS =
-  '+evalsha +eval +time +mget +psetex +set +del +exists +hset +hdel +hgetall +pexpire +zadd +zrange +zrangebyscore +zrem +zremrangebyscore';
+  '+evalsha +eval +time +mget +psetex +set +del +exists +hset +hdel +hgetall +pexpire +pttl +zadd +zcount +zrange +zrangebyscore +zrem +zremrangebyscore +zscore';
 const FUNCTION_COMMANDS = '+fcall +function|load';
 /** What ioredis itself sends on connecting (its ready check). */
 const CLIENT_COMMANDS = '+info';
@@ -73,6 +73,21 @@ describe('a Redis user with only the documented permissions', () => {
       expect((await limiter.peek('settled')).remaining).toBe(1);
       await limiter.reset('tenant');
       expect((await limiter.check('tenant')).remaining).toBe(2);
+
+      // Concurrency slots: taken, renewed, released, reset.
+      const slots = createLimiter({
+        rules: { name: 'inflight', algorithm: 'concurrency', limit: 1 },
+        store,
+        prefix,
+        timeout: SLOW_MACHINE_TIMEOUT,
+      }).on('storeError', (cause) => errors.push(cause));
+      const held = await slots.check('tenant');
+      expect([held.allowed, (await slots.check('tenant')).allowed]).toEqual([true, false]);
+      expect(await slots.renew(held)).toBe(true);
+      await slots.release(held);
+      expect((await slots.check('tenant')).allowed).toBe(true);
+      await slots.reset('tenant');
+      expect((await slots.peek('tenant')).inFlight).toBe(0);
 
       const overrides = createOverrideAdmin({ store, prefix });
       await overrides.set('vip', 'pro', { ttl: '1h' });

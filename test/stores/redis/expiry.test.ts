@@ -19,6 +19,7 @@ const KEYS_PER_RULE: Record<AlgorithmName, number> = {
   'sliding-window': 1,
   'token-bucket': 1,
   gcra: 1,
+  concurrency: 2,
 };
 
 let client: Redis;

@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'ee6f3a4ebad37f8388f3f0701d63a3711f4e7e40';
+const PINNED_SHA = '8e3716a5adb53ec042e84578a98dc7137199ab02';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;

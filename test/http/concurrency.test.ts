@@ -1,0 +1,227 @@
+/**
+ * The adapters hold a request's concurrency slot exactly as long as its response is in flight:
+ * released when the response finishes, when the client aborts and when the handler fails, and
+ * kept (renewed) by a response that streams for longer than the lease. Real sockets, each
+ * adapter with a handler of its own kind.
+ */
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { PassThrough } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import express from 'express';
+import Fastify from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rateLimit } from '../../src/http/express.js';
+import { floodgate } from '../../src/http/fastify.js';
+import { createFetchGuard } from '../../src/http/fetch.js';
+import { createHttpGuard } from '../../src/http/node.js';
+import { createLimiter, type Limiter } from '../../src/index.js';
+import { type App, listen, toRequest } from './support/apps.js';
+
+/** Ends every /stream response that is waiting. */
+let endStreams: (() => void)[] = [];
+const streamEnd = () => new Promise<void>((resolve) => endStreams.push(resolve));
+
+type Start = (limiter: Limiter) => Promise<App>;
+
+const startExpress: Start = async (limiter) => {
+  const app = express();
+  app.use(rateLimit({ limiter }));
+  app.get('/quick', (_req, res) => {
+    res.send('ok');
+  });
+  app.get('/stream', (_req, res) => {
+    res.write('first;');
+    void streamEnd().then(() => res.end('last'));
+  });
+  app.get('/fail', () => {
+    throw new Error('handler failed');
+  });
+  return listen(createServer(app));
+};
+
+const startFastify: Start = async (limiter) => {
+  const app = Fastify();
+  await app.register(floodgate, { limiter });
+  app.get('/quick', async () => 'ok');
+  app.get('/stream', (_request, reply) => {
+    const body = new PassThrough();
+    body.write('first;');
+    void streamEnd().then(() => body.end('last'));
+    return reply.send(body);
+  });
+  app.get('/fail', async () => {
+    throw new Error('handler failed');
+  });
+  await app.ready();
+  return listen(createServer((req, res) => app.routing(req, res)));
+};
+
+const startNode: Start = async (limiter) => {
+  const guard = createHttpGuard({ limiter });
+  return listen(
+    createServer(async (req, res) => {
+      if (!(await guard(req, res))) return;
+      if (req.url === '/stream') {
+        res.write('first;');
+        await streamEnd();
+        res.end('last');
+      } else if (req.url === '/fail') {
+        res.destroy(new Error('handler failed'));
+      } else {
+        res.end('ok');
+      }
+    }),
+  );
+};
+
+/** A Fetch API server the way Bun and Deno run one: the request's signal aborts when its client goes. */
+const startFetch: Start = async (limiter) => {
+  const guard = createFetchGuard({ limiter });
+  async function handle(request: Request): Promise<Response> {
+    const path = new URL(request.url).pathname;
+    if (path === '/fail') throw new Error('handler failed');
+    if (path !== '/stream') return new Response('ok');
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode('first;'));
+        await streamEnd();
+        controller.enqueue(new TextEncoder().encode('last'));
+        controller.close();
+      },
+    });
+    return new Response(body);
+  }
+  return listen(
+    createServer(async (req: IncomingMessage, res: ServerResponse) => {
+      const aborted = new AbortController();
+      res.once('close', () => aborted.abort());
+      const plain = toRequest(req, 'http://127.0.0.1');
+      const request = new Request(plain, { signal: aborted.signal });
+      const limited = await guard(request, { ip: req.socket.remoteAddress });
+      let response: Response;
+      try {
+        response = limited ?? guard.withHeaders(request, await handle(request));
+      } catch {
+        // The handler failed: the request is over, as the platform would abort it.
+        aborted.abort();
+        res.statusCode = 500;
+        res.end();
+        return;
+      }
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      if (response.body === null) return void res.end();
+      const reader = response.body.getReader();
+      res.once('close', () => void reader.cancel().catch(() => undefined));
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) res.write(chunk.value);
+      res.end();
+    }),
+  );
+};
+
+const ADAPTERS: Record<string, Start> = {
+  express: startExpress,
+  fastify: startFastify,
+  node: startNode,
+  fetch: startFetch,
+};
+
+/** GET `path`; resolves with the status once the response has ended. */
+function get(app: App, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${app.url}${path}`, { agent: false });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** GET `path` and resolve once its first body chunk arrived; `abort` then drops the connection. */
+function startStream(
+  app: App,
+  path: string,
+): Promise<{ status: number; abort(): void; ended: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${app.url}${path}`, { agent: false });
+    req.on('response', (res) => {
+      // An abort is this test's own doing: the response's 'aborted' error is expected.
+      res.on('error', () => undefined);
+      const ended = once(res, 'end').then(
+        () => undefined,
+        () => undefined,
+      );
+      res.once('data', () => resolve({ status: res.statusCode ?? 0, abort: () => req.destroy(), ended }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The key's free slots as the limiter sees them now, polled until `expected` (the release is asynchronous). */
+async function freeSlotsBecome(limiter: Limiter, expected: number): Promise<number> {
+  let free = -1;
+  for (let i = 0; i < 200; i++) {
+    const view = (await limiter.peek('ip:127.0.0.1')).rules[0];
+    free = view === undefined ? -1 : view.allowed ? view.remaining + 1 : view.remaining;
+    if (free === expected) break;
+    await sleep(10);
+  }
+  return free;
+}
+
+let app: App | undefined;
+afterEach(async () => {
+  for (const end of endStreams) end();
+  endStreams = [];
+  await app?.close();
+  app = undefined;
+});
+
+describe.each(Object.entries(ADAPTERS))('%s', (_name, start) => {
+  const limiterOf = (lease: number) =>
+    createLimiter({ rules: { name: 'inflight', algorithm: 'concurrency', limit: 1, lease } });
+
+  it('a finished response gives its slot back', async () => {
+    const limiter = limiterOf(60_000);
+    app = await start(limiter);
+    expect(await get(app, '/quick')).toBe(200);
+    expect(await freeSlotsBecome(limiter, 1)).toBe(1);
+    expect(await get(app, '/quick')).toBe(200);
+  });
+
+  it('a client that aborts frees its slot at once, long before the lease', async () => {
+    const limiter = limiterOf(60_000);
+    app = await start(limiter);
+    const stream = await startStream(app, '/stream');
+    expect(stream.status).toBe(200);
+    expect(await get(app, '/quick')).toBe(429);
+    stream.abort();
+    expect(await freeSlotsBecome(limiter, 1)).toBe(1);
+    expect(await get(app, '/quick')).toBe(200);
+  });
+
+  it('a failed handler gives its slot back', async () => {
+    const limiter = limiterOf(60_000);
+    app = await start(limiter);
+    await get(app, '/fail').catch(() => 0);
+    expect(await freeSlotsBecome(limiter, 1)).toBe(1);
+    expect(await get(app, '/quick')).toBe(200);
+  });
+
+  it('a response streaming past the lease keeps its slot (renewed), and frees it when done', async () => {
+    const lease = 1000;
+    const limiter = limiterOf(lease);
+    app = await start(limiter);
+    const stream = await startStream(app, '/stream');
+    await sleep(2.5 * lease);
+    expect(await get(app, '/quick')).toBe(429);
+    for (const end of endStreams) end();
+    endStreams = [];
+    await stream.ended;
+    expect(await freeSlotsBecome(limiter, 1)).toBe(1);
+    expect(await get(app, '/quick')).toBe(200);
+  });
+});
