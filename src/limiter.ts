@@ -28,7 +28,7 @@ import { createLifecycle } from './lifecycle.js';
 import { checkOptions } from './options.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
 import { createStoreCaller, type StoreErrorPolicy } from './resilience/store-caller.js';
-import { positiveInteger, type RuleOptions } from './rules.js';
+import { booleanOption, positiveInteger, type RuleOptions } from './rules.js';
 import { memoryStore } from './stores/memory/store.js';
 import type { Store, StoreWarning } from './stores/types.js';
 
@@ -74,6 +74,11 @@ export interface LimiterOptions {
    * process clears the key at once; one in another process is seen here after the cached wait.
    */
   denyCache?: { maxKeys?: number } | false;
+  /**
+   * Makes every rule a shadow rule (see `RuleOptions.shadow`): checks are evaluated and counted
+   * but never denied, and would-be denials are named in `shadowDenied`. Default `false`.
+   */
+  shadow?: boolean;
 }
 
 /** A rule as the limiter resolved it, for adapters (headers) and operators. */
@@ -181,6 +186,7 @@ const LIMITER_OPTIONS = new Set([
   'onStoreError',
   'breaker',
   'denyCache',
+  'shadow',
 ]);
 /** Overrides remembered per process; a key past it costs one extra round trip on its next check. */
 const OVERRIDE_CACHE_KEYS = 10_000;
@@ -209,7 +215,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     expected: 'an options object with rules',
     known: LIMITER_OPTIONS,
   });
-  const plans = resolvePlans(options.rules, options.plans, options.defaultPlan);
+  const plans = resolvePlans(
+    options.rules,
+    options.plans,
+    options.defaultPlan,
+    booleanOption(options.shadow, 'shadow'),
+  );
   const prefix = resolvePrefix(options.prefix);
   const store = resolveStore(options.store ?? memoryStore(), 'store');
   const timeoutMs = parseDuration(options.timeout ?? '100ms', 'timeout');

@@ -2,6 +2,7 @@
  * Rule options: the one place where a rule is validated and turned into the resolved form the
  * rest of the code trusts. Every error names the option, the value and what is allowed.
  */
+import type { BlockParams } from './algorithms/block.js';
 import { DEFAULT_LEASE_MS } from './algorithms/concurrency.js';
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
 import type { ResolvedRule } from './core/types.js';
@@ -35,6 +36,30 @@ export interface RuleOptions {
    * store's clock (crash recovery). Default `'1m'`.
    */
   lease?: Duration;
+  /**
+   * Evaluated, and its state kept, as if enforced, but it never denies: a check it would deny
+   * is allowed and names it in `shadowDenied`. For rolling out a new limit. Default `false`.
+   */
+  shadow?: boolean;
+  /**
+   * Once this rule denies a key, keep denying it for this long, whatever the window allows:
+   * `'15m'`, or `{ duration, factor, max, forgetAfter }` for escalating blocks (each new block
+   * within `forgetAfter` of the last one's end lasts `factor` times the last, up to `max`).
+   * Defaults: `factor` 1, `max` the duration (one day when `factor` > 1), `forgetAfter` `max`.
+   */
+  block?: Duration | BlockOptions;
+}
+
+/** A rule's escalating block (see `RuleOptions.block`). */
+export interface BlockOptions {
+  /** The first block's length. */
+  duration: Duration;
+  /** Each new block within `forgetAfter` lasts this many times the last: a number from 1 to 1000. Default 1. */
+  factor?: number;
+  /** The longest block. Default: `duration`, or one day (at least `duration`) when `factor` > 1. */
+  max?: Duration;
+  /** How long after a block's end the next one still escalates from it. Default: `max`. */
+  forgetAfter?: Duration;
 }
 
 /**
@@ -50,13 +75,18 @@ export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
  */
 export const MAX_RULES = 1000;
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'lease']);
+const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'lease', 'shadow', 'block']);
+const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
+/** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
+const MAX_BLOCK_MS = 366 * 86_400_000;
+const DAY_MS = 86_400_000;
 
 /**
  * Validates one rule or a list of rules.
  * @param option where the rules came from, for error messages (e.g. `rules`, `plans.pro`).
+ * @param shadow makes every rule a shadow rule (the limiter's own `shadow` option).
  */
-export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
+export function resolveRules(input: unknown, option = 'rules', shadow = false): ResolvedRule[] {
   const list = Array.isArray(input) ? input : [input];
   if (input === undefined || list.length === 0) {
     throw new TypeError(
@@ -69,7 +99,7 @@ export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
     );
   }
   const rules = list.map((rule, index) =>
-    resolveRule(rule, Array.isArray(input) ? `${option}[${index}]` : option),
+    resolveRule(rule, Array.isArray(input) ? `${option}[${index}]` : option, shadow),
   );
   const seen = new Set<string>();
   for (const rule of rules) {
@@ -83,7 +113,7 @@ export function resolveRules(input: unknown, option = 'rules'): ResolvedRule[] {
   return rules;
 }
 
-function resolveRule(input: unknown, option: string): ResolvedRule {
+function resolveRule(input: unknown, option: string, shadowAll: boolean): ResolvedRule {
   checkOptions(input, {
     owner: option,
     expected: 'a rule object such as { algorithm, limit, window }',
@@ -122,7 +152,50 @@ function resolveRule(input: unknown, option: string): ResolvedRule {
       `${option}.name: ${describe(name)} must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit`,
     );
   }
-  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}` };
+  const shadow = shadowAll || booleanOption(rule.shadow, `${option}.shadow`);
+  const block = rule.block === undefined ? undefined : resolveBlock(rule.block, `${option}.block`);
+  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}`, shadow, block };
+}
+
+function blockDuration(value: unknown, option: string): number {
+  const ms = parseDuration(value, option);
+  if (ms > MAX_BLOCK_MS) throw new RangeError(`${option}: ${describe(value)} must be at most 366d`);
+  return ms;
+}
+
+/** Validates a rule's `block`: a duration, or `{ duration, factor, max, forgetAfter }`. */
+function resolveBlock(input: unknown, option: string): BlockParams {
+  if (typeof input === 'number' || typeof input === 'string') {
+    const durationMs = blockDuration(input, option);
+    return { durationMs, factor: 1, maxMs: durationMs, forgetMs: durationMs };
+  }
+  checkOptions(input, {
+    owner: option,
+    expected: "a duration such as '15m' or { duration, factor, max, forgetAfter }",
+    known: BLOCK_KEYS,
+    rejectArrays: true,
+    unknown: (name, known) => `${option}.${name}: unknown option; a block takes ${known}`,
+  });
+  const block = input as Record<string, unknown>;
+  const durationMs = blockDuration(block.duration, `${option}.duration`);
+  const factor = block.factor ?? 1;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > 1000) {
+    throw new RangeError(`${option}.factor: ${describe(factor)} must be a number from 1 to 1000`);
+  }
+  const maxMs =
+    block.max === undefined
+      ? factor === 1
+        ? durationMs
+        : Math.max(durationMs, DAY_MS)
+      : blockDuration(block.max, `${option}.max`);
+  if (maxMs < durationMs) {
+    throw new RangeError(
+      `${option}.max: ${describe(block.max)} must be at least the duration (${durationMs} ms)`,
+    );
+  }
+  const forgetMs =
+    block.forgetAfter === undefined ? maxMs : blockDuration(block.forgetAfter, `${option}.forgetAfter`);
+  return { durationMs, factor, maxMs, forgetMs };
 }
 
 /** A rule's window in ms: its `window`, or for a concurrency rule its `lease` (each refused where it has no meaning). */
@@ -153,6 +226,13 @@ export function positiveInteger(value: unknown, option: string, max: number): nu
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
     throw new RangeError(`${option}: ${describe(value)} must be an integer from 1 to ${max}`);
   }
+  return value;
+}
+
+/** Validates an optional boolean option (absent: false). */
+export function booleanOption(value: unknown, option: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new TypeError(`${option}: ${describe(value)} must be true or false`);
   return value;
 }
 

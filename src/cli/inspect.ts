@@ -3,7 +3,7 @@
  * without consuming anything, and its Redis keys with their TTLs.
  */
 import type { OverrideSpec } from '../index.js';
-import { decodeOverride, formatDuration, keyHead, overrideKey } from '../internal.js';
+import { BLOCK_SUFFIX, decodeOverride, formatDuration, keyHead, overrideKey } from '../internal.js';
 import { EXIT_OK, RuntimeFailure } from './args.js';
 import { STORE_FLAGS_HELP } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';
@@ -47,9 +47,15 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
       if (decision.degraded !== false)
         throw new RuntimeFailure(`Redis did not answer (${decision.degraded})`);
       const keys = [];
+      let blockedForMs: number | null = null;
       for (const name of redisKeys(config, key, known.resolved)) {
         const ttl = await connection.client.pttl(name);
         keys.push({ key: name, exists: ttl !== -2, ttlMs: ttl >= 0 ? ttl : null });
+        // A block's key lives forgetAfter past the block's end (see algorithms/block.ts).
+        const block = known.resolved.block;
+        if (block !== undefined && name.endsWith(BLOCK_SUFFIX) && ttl - block.forgetMs > 0) {
+          blockedForMs = ttl - block.forgetMs;
+        }
       }
       rows.push({
         rule: known.resolved.name,
@@ -63,6 +69,7 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
         remaining: decision.remaining,
         resetMs: decision.resetMs,
         retryAfterMs: Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : null,
+        blockedForMs,
         redisKeys: keys,
       });
     }
@@ -87,6 +94,7 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
           'remaining after',
           'reset in',
           'retry in',
+          'blocked for',
         ],
         rows.map((row) => [
           row.rule,
@@ -101,8 +109,9 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
             : row.retryAfterMs === null
               ? 'never (cost > capacity)'
               : seconds(row.retryAfterMs),
+          row.blockedForMs === null ? '-' : seconds(row.blockedForMs),
         ]),
-        ['left', 'left', 'left', 'left', 'left', 'right', 'right', 'right'],
+        ['left', 'left', 'left', 'left', 'left', 'right', 'right', 'right', 'right'],
       ),
       '',
       `Override: ${

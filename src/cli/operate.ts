@@ -6,6 +6,7 @@ import { createLimiter, type RuleOptions, redisStore } from '../index.js';
 import {
   ALGORITHMS,
   addressKey,
+  BLOCK_SUFFIX,
   DEFAULT_IPV6_SUBNET,
   hashApiKey,
   keyHead,
@@ -114,5 +115,6 @@ export function limiterFor(config: GatewayConfig, connection: RedisConnection, o
 
 export function redisKeys(config: GatewayConfig, key: string, rule: ResolvedRule): string[] {
   const head = keyHead(config.prefix, key);
-  return ALGORITHMS[rule.algorithm.name].keySuffixes.map((suffix) => head + rule.keyTail + suffix);
+  const keys = ALGORITHMS[rule.algorithm.name].keySuffixes.map((suffix) => head + rule.keyTail + suffix);
+  return rule.block === undefined ? keys : [...keys, head + rule.keyTail + BLOCK_SUFFIX];
 }

@@ -86,7 +86,20 @@ export function createChecks(context: CheckContext): Checks {
     const decision = decide(rules, outcomes, cost, degraded, set.plan, consume);
     if (consume && decision.allowed) {
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
-      const ticket = tickets.issue(decision, keyHeadValue, rules, cost, outcomes, where);
+      // A shadow rule that would have denied consumed nothing: its settle has nothing to adjust.
+      const kept =
+        decision.shadowDenied.length === 0 ? undefined : outcomes.map((outcome) => outcome.allowed);
+      const ticket =
+        kept === undefined
+          ? tickets.issue(decision, keyHeadValue, rules, cost, outcomes, where)
+          : tickets.issue(
+              decision,
+              keyHeadValue,
+              rules.filter((_, i) => kept[i]),
+              cost,
+              outcomes.filter((_, i) => kept[i]),
+              where,
+            );
       if (set.holdsSlots && where !== undefined) holding(ticket);
     }
     return decision;

@@ -32,6 +32,8 @@ export interface RuleDecision {
    * slots given back by `release` free up sooner.
    */
   retryAfterMs: number;
+  /** Present (`true`) on a shadow rule's view: it is reported, never enforced. */
+  shadow?: true;
   /** Concurrency rules only: slots in use after this decision (a peek's own are not counted). */
   inFlight?: number;
 }
@@ -52,7 +54,11 @@ export interface Decision extends RuleDecision {
   degraded: Degraded;
   /** The plan whose rules applied (see `plans`), or undefined for `rules` and rule overrides. */
   plan?: string;
+  /** Names of the shadow rules that would have denied this check (empty when none did). */
+  shadowDenied: string[];
 }
+
+const NONE_DENIED: string[] = Object.freeze([]) as unknown as string[];
 
 /** Composes a decision from one outcome per rule (their tokens are for `settle`, not shown here). */
 export function decide(
@@ -64,27 +70,45 @@ export function decide(
   consume = true,
 ): Decision {
   let decision: Decision;
-  if (rules.length === 1) {
+  if (rules.length === 1 && !(rules[0] as ResolvedRule).shadow) {
     // The usual case, spared the search for the binding rule (and a holey array of views).
     const outcome = outcomes[0] as RuleOutcome;
     const only = viewOf(rules[0] as ResolvedRule, outcome, outcome.allowed, cost, consume);
     decision = withRules(only, only.allowed, [only], degraded);
   } else {
+    // Shadow rules never deny: only enforced rules decide, and bind when there are any.
     let allowed = true;
-    for (let i = 0; i < rules.length; i++) if (!(outcomes[i] as RuleOutcome).allowed) allowed = false;
+    let enforced = false;
+    let shadowDenied = NONE_DENIED;
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i] as ResolvedRule;
+      if (!rule.shadow) {
+        enforced = true;
+        if (!(outcomes[i] as RuleOutcome).allowed) allowed = false;
+      } else if (!(outcomes[i] as RuleOutcome).allowed) {
+        shadowDenied = shadowDenied === NONE_DENIED ? [rule.name] : [...shadowDenied, rule.name];
+      }
+    }
     const views: RuleDecision[] = new Array(rules.length);
-    let binding = 0;
+    let binding = -1;
     for (let i = 0; i < rules.length; i++) {
       views[i] = viewOf(rules[i] as ResolvedRule, outcomes[i] as RuleOutcome, allowed, cost, consume);
-      const current = views[binding] as RuleDecision;
+      if (enforced && (rules[i] as ResolvedRule).shadow) continue;
       const candidate = views[i] as RuleDecision;
-      if (allowed ? candidate.remaining < current.remaining : candidate.retryAfterMs > current.retryAfterMs)
+      const current = views[binding];
+      if (
+        current === undefined ||
+        (allowed ? candidate.remaining < current.remaining : candidate.retryAfterMs > current.retryAfterMs)
+      )
         binding = i;
     }
     if (!allowed && (views[binding] as RuleDecision).allowed) {
-      binding = views.findIndex((view) => !view.allowed);
+      binding = views.findIndex((view, i) => !view.allowed && !(rules[i] as ResolvedRule).shadow);
     }
-    decision = withRules(views[binding] as RuleDecision, allowed, views, degraded);
+    let bound = views[binding] as RuleDecision;
+    // Only shadow rules: the top level shows the tightest of them, as allowed.
+    if (!enforced && !bound.allowed) bound = { ...bound, allowed: true, retryAfterMs: 0 };
+    decision = withRules(bound, allowed, views, degraded, shadowDenied);
   }
   if (plan !== undefined) decision.plan = plan;
   return decision;
@@ -108,15 +132,17 @@ function viewOf(
     allowed: ruleAllowed,
     limit: rule.capacity,
     windowMs: rule.windowMs,
-    // When every rule allows, the request was consumed: show the state after it.
-    remaining: allowed ? Math.max(0, outcome.remaining - cost) : outcome.remaining,
-    resetMs: allowed ? outcome.resetAfterMs : outcome.resetMs,
+    // When every enforced rule allows, the request was consumed (by each rule that allowed it):
+    // show the state after it.
+    remaining: allowed && ruleAllowed ? Math.max(0, outcome.remaining - cost) : outcome.remaining,
+    resetMs: allowed && ruleAllowed ? outcome.resetAfterMs : outcome.resetMs,
     retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
   };
   if (rule.capacity !== rule.limit) view.quota = rule.limit;
+  if (rule.shadow) view.shadow = true;
   // Slots in use: those held before, plus this request's own if it took them.
   if (rule.algorithm.slots !== undefined) {
-    view.inFlight = rule.capacity - outcome.remaining + (allowed && consume ? cost : 0);
+    view.inFlight = rule.capacity - outcome.remaining + (allowed && ruleAllowed && consume ? cost : 0);
   }
   return view;
 }
@@ -138,10 +164,17 @@ class CheckedDecision implements Decision {
   degraded: Degraded;
   declare plan?: string;
   declare quota?: number;
+  shadowDenied: string[];
   declare inFlight?: number;
   #ticket: unknown;
 
-  constructor(binding: RuleDecision, allowed: boolean, rules: RuleDecision[], degraded: Degraded) {
+  constructor(
+    binding: RuleDecision,
+    allowed: boolean,
+    rules: RuleDecision[],
+    degraded: Degraded,
+    shadowDenied: string[],
+  ) {
     this.rule = binding.rule;
     this.allowed = allowed;
     this.limit = binding.limit;
@@ -153,6 +186,7 @@ class CheckedDecision implements Decision {
     if (binding.inFlight !== undefined) this.inFlight = binding.inFlight;
     this.rules = rules;
     this.degraded = degraded;
+    this.shadowDenied = shadowDenied;
   }
 
   static attach(decision: Decision, ticket: unknown): void {
@@ -173,8 +207,9 @@ export function withRules(
   allowed: boolean,
   rules: RuleDecision[],
   degraded: Degraded,
+  shadowDenied: string[] = NONE_DENIED,
 ): Decision {
-  return new CheckedDecision(binding, allowed, rules, degraded);
+  return new CheckedDecision(binding, allowed, rules, degraded, shadowDenied);
 }
 
 /** Leaves a value with a decision made by `decide`/`withRules`, for `ticketOf` to return later. */

@@ -63,8 +63,9 @@ function shift(decision: Decision, elapsed: number): Decision {
       remaining: rule.remaining,
       resetMs: Math.max(0, rule.resetMs - elapsed),
       retryAfterMs: rule.allowed ? 0 : Math.max(1, rule.retryAfterMs - elapsed),
+      ...(rule.shadow === undefined ? {} : { shadow: rule.shadow }),
     }),
   );
   const binding = rules.find((rule) => rule.rule === decision.rule) ?? (rules[0] as RuleDecision);
-  return withRules(binding, false, rules, decision.degraded);
+  return withRules(binding, false, rules, decision.degraded, decision.shadowDenied);
 }

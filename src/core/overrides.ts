@@ -223,7 +223,7 @@ export function blockedDecision(known: KnownOverride, degraded: Degraded, now: n
     resetMs: left ?? 0,
     retryAfterMs: left ?? Number.POSITIVE_INFINITY,
   };
-  return { ...view, rules: [view], degraded };
+  return { ...view, rules: [view], degraded, shadowDenied: [] };
 }
 
 /** A bounded LRU of the overrides this process has seen, by key head. */

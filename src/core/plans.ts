@@ -48,8 +48,11 @@ export function ruleSet(rules: readonly ResolvedRule[], plan: string | undefined
   };
 }
 
-/** Resolves `rules` or `plans` (exactly one) and `defaultPlan`; every error names the option. */
-export function resolvePlans(rules: unknown, plans: unknown, defaultPlan: unknown): Plans {
+/**
+ * Resolves `rules` or `plans` (exactly one) and `defaultPlan`; every error names the option.
+ * `shadow` makes every rule a shadow rule.
+ */
+export function resolvePlans(rules: unknown, plans: unknown, defaultPlan: unknown, shadow = false): Plans {
   if (rules !== undefined && plans !== undefined) {
     throw new TypeError('createLimiter: pass either rules or plans, not both');
   }
@@ -62,7 +65,7 @@ export function resolvePlans(rules: unknown, plans: unknown, defaultPlan: unknow
         "createLimiter: rules or plans is required, e.g. rules: { algorithm: 'sliding-window', limit: 100, window: '1m' }",
       );
     }
-    const only = ruleSet(resolveRules(rules), undefined);
+    const only = ruleSet(resolveRules(rules, 'rules', shadow), undefined);
     return {
       names: [],
       defaultPlan: undefined,
@@ -89,7 +92,7 @@ export function resolvePlans(rules: unknown, plans: unknown, defaultPlan: unknow
         `plans: ${JSON.stringify(name)} is not a plan name; use 1-64 letters, digits, '_' or '-' (not 'override')`,
       );
     }
-    byName.set(name, ruleSet(resolveRules(planRules, `plans.${name}`), name));
+    byName.set(name, ruleSet(resolveRules(planRules, `plans.${name}`, shadow), name));
   }
   const names = [...byName.keys()];
   if (names.length === 0) throw new TypeError('plans: at least one plan is required');

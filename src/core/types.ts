@@ -2,6 +2,7 @@
  * Types that several parts share (rules, core, stores, resilience): kept here so that each may
  * import them without importing the others.
  */
+import type { BlockParams } from '../algorithms/block.js';
 import type { AnyAlgorithm } from '../algorithms/index.js';
 
 /** A validated rule. `limit`, `windowMs` and `capacity` are what the algorithms compute with. */
@@ -13,6 +14,10 @@ export interface ResolvedRule {
   readonly capacity: number;
   /** Appended to a key's head to make this rule's base Redis key: `:<name>:<algorithm tag>`. */
   readonly keyTail: string;
+  /** Never denies: its denials are reported in `shadowDenied` (see RuleOptions.shadow). */
+  readonly shadow: boolean;
+  /** The rule's block periods (see algorithms/block.ts), or undefined when it has none. */
+  readonly block: BlockParams | undefined;
 }
 
 export interface CheckOptions {

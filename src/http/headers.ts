@@ -109,10 +109,22 @@ const SERIALIZERS: Record<HeaderStyle, (decision: Decision) => Field[]> = {
   ],
 };
 
+/**
+ * What headers describe: the enforced rules only (a shadow rule is never announced to clients),
+ * or undefined when every rule is a shadow rule. The binding rule is always an enforced one.
+ */
+function enforced(decision: Decision): Decision | undefined {
+  if (!decision.rules.some((view) => view.shadow === true)) return decision;
+  const rules = decision.rules.filter((view) => view.shadow !== true);
+  return rules.length === 0 ? undefined : { ...decision, rules };
+}
+
 /** The header fields of `decision` in the given styles, without regard to what is already set. */
 export function rateLimitHeaders(decision: Decision, styles: readonly HeaderStyle[]): [string, string][] {
+  const shown = enforced(decision);
+  if (shown === undefined) return [];
   return styles.flatMap((style) =>
-    SERIALIZERS[style](decision).map(([name, value]): [string, string] => [name, value]),
+    SERIALIZERS[style](shown).map(([name, value]): [string, string] => [name, value]),
   );
 }
 
@@ -128,12 +140,14 @@ export function writeRateLimitHeaders(
   decision: Decision,
   styles: readonly HeaderStyle[],
 ): void {
+  const shown = enforced(decision);
+  if (shown === undefined) return;
   for (const style of styles) {
     const remainingField = REMAINING_FIELD[style];
     const earlier = remainingField === undefined ? undefined : target.get(remainingField);
     // `!(a > b)` rather than `a <= b`: a value that is not a number never wins over ours.
-    const bindingWins = !decision.allowed || earlier === undefined || !(decision.remaining > Number(earlier));
-    for (const [name, value, mode] of SERIALIZERS[style](decision)) {
+    const bindingWins = !shown.allowed || earlier === undefined || !(shown.remaining > Number(earlier));
+    for (const [name, value, mode] of SERIALIZERS[style](shown)) {
       if (mode === 'list') {
         const existing = target.get(name);
         target.set(name, existing === undefined || existing === '' ? value : `${existing}, ${value}`);

@@ -23,7 +23,9 @@ export interface QuotaExceededProblem {
 
 /** Builds the problem document for a denied decision. */
 export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
-  const violated = decision.rules.filter((view) => !view.allowed).map((view) => view.rule);
+  const violated = decision.rules
+    .filter((view) => !view.allowed && view.shadow !== true)
+    .map((view) => view.rule);
   const names = violated.map((name) => `'${name}'`).join(', ');
   const retryAfter = retryAfterSeconds(decision);
   const problem: QuotaExceededProblem = {

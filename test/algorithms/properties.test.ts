@@ -108,7 +108,13 @@ async function replayAgainstReferences({ rules, start, steps }: Scenario): Promi
       expectRuleView(decision.rules[i] as RuleDecision, rule, history, after, at, cost);
     });
     const binding = decision.rules[bindingIndex(decision.rules, allowed)];
-    expect(decision, where).toEqual({ ...binding, allowed, rules: decision.rules, degraded: false });
+    expect(decision, where).toEqual({
+      ...binding,
+      allowed,
+      rules: decision.rules,
+      degraded: false,
+      shadowDenied: [],
+    });
     const capacity = Math.min(...rules.map((rule) => rule.params.capacity));
     expect(decision.retryAfterMs === Number.POSITIVE_INFINITY, where).toBe(cost > capacity);
     if (!allowed && Number.isFinite(decision.retryAfterMs)) {

@@ -4,13 +4,14 @@
  */
 import { expect, it } from 'vitest';
 import { createLimiter, type Decision, type Store } from '../../src/index.js';
+import { ABUSE_CASES } from './abuse-cases.js';
 import { BASE_TIME, SPEC_CASES } from './spec-cases.js';
 import { TENANT_CASES } from './tenant-cases.js';
 
 export type StoreWithClock = (clock: () => number) => Store;
 
 export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): void {
-  for (const [index, specCase] of [...SPEC_CASES, ...TENANT_CASES].entries()) {
+  for (const [index, specCase] of [...SPEC_CASES, ...TENANT_CASES, ...ABUSE_CASES].entries()) {
     it(specCase.name, async () => {
       let now = BASE_TIME;
       // The deny cache answers repeated denials locally with the binding rule's numbers only; the
@@ -24,6 +25,7 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
         prefix: keyPrefix,
         denyCache: false,
         timeout: '5s',
+        ...(specCase.shadow === undefined ? {} : { shadow: specCase.shadow }),
       });
       const key = `case-${index}`;
       const decisions: Decision[] = [];
@@ -68,6 +70,8 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
           retryAfterMs: expected.retryAfterMs,
         });
         if (expected.rule !== undefined) expect(decision.rule, where).toBe(expected.rule);
+        if (expected.shadowDenied !== undefined)
+          expect(decision.shadowDenied, where).toEqual(expected.shadowDenied);
         if (specCase.plans !== undefined)
           expect(decision.plan, where).toBe(options.plan ?? specCase.defaultPlan);
         for (const [name, expectedView] of Object.entries(step.rules ?? {})) {

@@ -11,6 +11,8 @@ export interface Expected {
   resetMs: number;
   retryAfterMs: number;
   rule?: string;
+  /** The decision's `shadowDenied`, when given. */
+  shadowDenied?: string[];
 }
 
 export interface Step {
@@ -32,7 +34,7 @@ export interface Step {
   /** Required for checks and peeks. */
   expect?: Expected;
   /** Per-rule expectations for multi-rule cases, by rule name. */
-  rules?: Record<string, Partial<Expected>>;
+  rules?: Record<string, Partial<Expected> & { shadow?: true }>;
 }
 
 export interface SpecCase {
@@ -40,6 +42,8 @@ export interface SpecCase {
   rules?: RuleOptions | RuleOptions[];
   plans?: Record<string, RuleOptions | RuleOptions[]>;
   defaultPlan?: string;
+  /** The limiter's `shadow` option. */
+  shadow?: boolean;
   steps: Step[];
 }
 

@@ -127,6 +127,41 @@ describe('floodgate inspect and reset', () => {
     expect((await limiter.check('client-2')).remaining).toBe(2);
   });
 
+  it('inspect shows a block and how long it lasts; reset lifts it', async () => {
+    const blockConfig = join(dir, 'block.yaml');
+    await writeFile(
+      blockConfig,
+      'rules: [{ name: login, limit: 1/1m, algorithm: fixed-window, block: 15m }]\n',
+    );
+    const limiter = createLimiter({
+      store: redisStore({ client }),
+      rules: { name: 'login', limit: 1, window: '1m', algorithm: 'fixed-window', block: '15m' },
+    });
+    await limiter.check('client-3');
+    expect((await limiter.check('client-3')).retryAfterMs).toBe(15 * 60_000);
+    const result = await runCli([
+      'inspect',
+      'client-3',
+      '--config',
+      blockConfig,
+      '--redis',
+      redis.url,
+      '--json',
+    ]);
+    expect(result.code).toBe(0);
+    const [row] = (JSON.parse(result.stdout) as { rules: { allowed: boolean; blockedForMs: number }[] })
+      .rules;
+    expect(row?.allowed).toBe(false);
+    // Counted down by Redis's clock since the block began: a little under 15 minutes.
+    expect(row?.blockedForMs).toBeGreaterThan(14 * 60_000);
+    expect(row?.blockedForMs).toBeLessThanOrEqual(15 * 60_000);
+    const reset = await runCli(['reset', 'client-3', '--config', blockConfig, '--redis', redis.url]);
+    expect(reset.stdout).toBe('reset "client-3" under 1 rule (login): 2 Redis keys deleted\n');
+    expect(await client.exists('floodgate:{client-3}:login:fw:block')).toBe(0);
+    await limiter.reset('client-3'); // this process's deny cache too
+    expect((await limiter.check('client-3')).allowed).toBe(true);
+  });
+
   it('exits 2 without a store or a key, or with an unknown plan; 1 when Redis is unreachable', async () => {
     const [noStore, noKey, badPlan, unreachable] = await Promise.all([
       runCli(['inspect', 'client-1', '--limit', '5/1m']),

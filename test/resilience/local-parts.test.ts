@@ -52,7 +52,7 @@ const denial = (retryAfterMs: number): Decision => {
     resetMs: retryAfterMs,
     retryAfterMs,
   };
-  return { ...rule, rules: [rule], degraded: false };
+  return { ...rule, rules: [rule], degraded: false, shadowDenied: [] };
 };
 
 describe('circuit breaker', () => {

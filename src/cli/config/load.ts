@@ -182,6 +182,10 @@ function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.Pro
     raw[field] = field === 'apiKeyHeader' && value === 'false' ? false : value;
     labels[field] = `--${flag}`;
   }
+  if (parsed.values.shadow === true) {
+    raw.shadow = true;
+    labels.shadow = '--shadow';
+  }
   const adminHost = stringOption(parsed, 'admin-host');
   const adminPort = stringOption(parsed, 'admin-port');
   if (adminHost !== undefined || adminPort !== undefined) {

@@ -49,6 +49,7 @@ const LIMIT_FIELDS = [
   'inherit',
   'cost',
   'concurrency',
+  'shadow',
 ];
 
 /** `routes` then `skip`, in order; the gateway adds a catch-all for every path they leave. */
@@ -101,15 +102,20 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       );
     }
     const inherit = fields.inherit === undefined ? true : booleanAt(fields.inherit, `${where}.inherit`);
+    // A shadow route's own rules are evaluated and counted, never enforced; inherited plan rules
+    // are shared with other routes and keep their own setting.
+    const shadow = fields.shadow === undefined ? false : booleanAt(fields.shadow, `${where}.shadow`);
+    const shadowed = (rules: RuleOptions[]) =>
+      shadow ? rules.map((rule) => ({ ...rule, shadow: true })) : rules;
     let own: RuleOptions[] = [];
     if (fields.limit !== undefined) {
       const rule: Fields = { limit: fields.limit };
       if (fields.window !== undefined) rule.window = fields.window;
       if (fields.algorithm !== undefined) rule.algorithm = fields.algorithm;
       if (fields.burst !== undefined) rule.burst = fields.burst;
-      own = parseRuleList(rule, where, name);
+      own = shadowed(parseRuleList(rule, where, name));
     } else if (fields.rules !== undefined) {
-      own = parseRuleList(fields.rules, `${where}.rules`, name);
+      own = shadowed(parseRuleList(fields.rules, `${where}.rules`, name));
     }
     if (fields.concurrency !== undefined) {
       own = [...own, concurrencyRule(fields.concurrency, `${where}.concurrency`, name)];
@@ -121,7 +127,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       const extra =
         planFields[plan] === undefined
           ? []
-          : parseRuleList(planFields[plan], join(`${where}.plans`, plan), name);
+          : shadowed(parseRuleList(planFields[plan], join(`${where}.plans`, plan), name));
       const combined = [...own, ...extra, ...(inherit ? planRules : [])];
       if (combined.length === 0)
         fail(where, `no rules for plan '${plan}': give limit, rules or plans, or inherit: true`);

@@ -1,6 +1,6 @@
 /**
- * Rules in the config file: `'120/1m'` strings or `{ name?, algorithm?, limit, window?, burst? }`
- * objects, checked in context by the core's own rule validation so messages name the field.
+ * Rules in the config file: `'120/1m'` strings or `{ name?, algorithm?, limit, window?, burst?,
+ * block?, shadow? }` objects, checked in context by the core's own rule validation so messages name the field.
  */
 import type { AlgorithmName, RuleOptions } from '../../index.js';
 import { ALGORITHM_NAMES, describe, formatDuration, resolveRules } from '../../internal.js';
@@ -36,7 +36,16 @@ function parseRule(
   namePrefix: string,
   defaultAlgorithm: AlgorithmName,
 ): RuleOptions {
-  const fields = objectAt(value, path, ['name', 'algorithm', 'limit', 'window', 'burst', 'lease']);
+  const fields = objectAt(value, path, [
+    'name',
+    'algorithm',
+    'limit',
+    'window',
+    'burst',
+    'lease',
+    'block',
+    'shadow',
+  ]);
   const algorithm =
     fields.algorithm === undefined
       ? defaultAlgorithm
@@ -65,6 +74,8 @@ function parseRule(
   }
   const rule: Record<string, unknown> = { algorithm, limit, window };
   if (fields.burst !== undefined) rule.burst = fields.burst;
+  if (fields.block !== undefined) rule.block = fields.block;
+  if (fields.shadow !== undefined) rule.shadow = fields.shadow;
   if (fields.lease !== undefined) rule.lease = fields.lease;
   if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
   else if (namePrefix !== '' && typeof limit === 'number') {

@@ -8,6 +8,7 @@ import { parseTrustProxy as checkTrustProxy, HEADER_STYLES, type HeaderStyle } f
 import { parseNode, type RedisTarget, redactUrl } from '../redis.js';
 import {
   arrayAt,
+  booleanAt,
   ConfigError,
   core,
   durationAt,
@@ -42,6 +43,8 @@ export interface GatewayConfig {
   readonly prefix: string;
   readonly storeTimeoutMs: number;
   readonly onStoreError: 'open' | 'closed';
+  /** Every rule a shadow rule: evaluated and counted, never denying (`--shadow`). */
+  readonly shadow: boolean;
   readonly headers: HeaderStyle | false | readonly HeaderStyle[];
   readonly trustProxy: boolean | number | string;
   /**
@@ -85,6 +88,7 @@ const TOP_FIELDS = [
   'clientConcurrency',
   'store',
   'onStoreError',
+  'shadow',
   'headers',
   'trustProxy',
   'apiKeyHeader',
@@ -185,6 +189,7 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
       raw.onStoreError === undefined
         ? 'open'
         : oneOf(raw.onStoreError, at('onStoreError'), ['open', 'closed']),
+    shadow: raw.shadow === undefined ? false : booleanAt(raw.shadow, at('shadow')),
     headers: parseHeaders(raw.headers, at('headers')),
     trustProxy: parseTrustProxy(raw.trustProxy, at('trustProxy')),
     apiKeyHeader: parseApiKeyHeader(raw.apiKeyHeader, at('apiKeyHeader'), tiers),

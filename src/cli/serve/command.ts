@@ -47,6 +47,7 @@ ${STORE_FLAGS_HELP}
   --api-key-header NAME     header of the API keys listed in tiers.keys (it must be tiers.header);
                             false keys every request by its client address
   --on-store-error POLICY   open (default: allow) or closed (deny) when the store fails
+  --shadow                  evaluate and count every rule but never deny (floodgate_shadow_denied_total)
   --store-timeout DURATION  longest wait for the store per check (default 100ms)
   --upstream-timeout DUR    longest wait for an upstream connection, and longest silence from the
                             upstream once it has the request or while it takes the body (default 30s)
@@ -84,6 +85,7 @@ const OPTIONS = {
   'shutdown-timeout': { type: 'string' },
   'log-level': { type: 'string' },
   check: { type: 'boolean' },
+  shadow: { type: 'boolean' },
 } as const;
 
 export async function serveCommand(argv: readonly string[]): Promise<number> {

@@ -155,12 +155,15 @@ function adapterOptionsFor(parts: GatewayParts): FloodgateOptions {
     ...(planOf !== undefined ? { plan: (request: FastifyRequest) => planOf(request.raw) } : {}),
     onDecision: function countDecision(request: FastifyRequest, decision: Decision) {
       const tag = tagOf(request);
+      const route = tag?.route ?? 'unknown';
+      const plan = decision.plan ?? DEFAULT_PLAN;
       metrics.decisions.inc({
-        route: tag?.route ?? 'unknown',
-        plan: decision.plan ?? DEFAULT_PLAN,
+        route,
+        plan,
         rule: decision.rule,
         outcome: decision.allowed ? 'allowed' : 'denied',
       });
+      for (const rule of decision.shadowDenied) metrics.shadowDenied.inc({ route, plan, rule });
       if (decision.degraded) metrics.degraded.inc({ reason: decision.degraded });
       if (decision.allowed) countSlots(metrics, request.raw, decision, tag?.cost ?? 1);
     },

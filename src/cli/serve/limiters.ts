@@ -32,6 +32,7 @@ export function createLimiterCache(parts: LimiterParts) {
         prefix: config.prefix,
         timeout: config.storeTimeoutMs,
         onStoreError: config.onStoreError,
+        shadow: config.shadow,
       });
       limiter.on('storeError', () => metrics.storeErrors.inc());
       limiter.on('degraded', ({ reason, cause }) => {

@@ -144,6 +144,10 @@ export function gatewayMetrics(registry: Registry = createRegistry()) {
       'floodgate_decisions_total',
       'Rate-limit decisions by route, plan, binding rule and outcome (allowed or denied).',
     ),
+    shadowDenied: registry.counter(
+      'floodgate_shadow_denied_total',
+      'Requests a shadow rule would have denied (allowed, since shadow rules never deny), by route, plan and rule.',
+    ),
     degraded: registry.counter(
       'floodgate_degraded_decisions_total',
       'Decisions answered by the onStoreError policy because the store failed, timed out or was cut off, by reason.',

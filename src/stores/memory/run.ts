@@ -1,7 +1,9 @@
 /**
  * One check on the memory store: every rule's step function on its live state and, when all
- * allow and the check consumes, every rule's commit, together (nothing else runs in between).
+ * enforced rules allow and the check consumes, the commit of every rule that allowed, together
+ * (nothing else runs in between).
  */
+import { applyBlock, BLOCK_SUFFIX, type BlockParams, type BlockState } from '../../algorithms/block.js';
 import type { Evaluation } from '../../algorithms/index.js';
 import type { ResolvedRule } from '../../core/types.js';
 import type { Chains } from './chains.js';
@@ -22,6 +24,38 @@ export type Run = (
 ) => Evaluation[];
 
 export function createRun(chains: Chains): Run {
+  /**
+   * `evaluation` under the rule's block, kept in its own slot beside the rule's (see
+   * algorithms/block.ts); a new block is written at once. Returns the evaluation and the chain's
+   * first slot.
+   */
+  function blockRule(
+    encoded: string,
+    prefix: string,
+    first: Slot | undefined,
+    rule: ResolvedRule,
+    block: BlockParams,
+    evaluation: Evaluation,
+    consume: boolean,
+    now: number,
+  ): [Evaluation, Slot | undefined] {
+    const tail = rule.keyTail + BLOCK_SUFFIX;
+    const slot = slotOf(first, prefix, tail);
+    const blocked = applyBlock(
+      liveState(slot, now) as BlockState | undefined,
+      now,
+      evaluation,
+      block,
+      consume,
+    );
+    const next = blocked.next;
+    if (next === undefined) return [blocked.evaluation, first];
+    return [
+      blocked.evaluation,
+      chains.write(encoded, first, slot, prefix, tail, next, next.end + block.forgetMs),
+    ];
+  }
+
   /**
    * Commits `rule` to `slot` (found in the chain starting at `first`, or none; `state` is its live
    * state), the new state lasting `resetAfterMs`. Returns the chain's first slot.
@@ -66,7 +100,11 @@ export function createRun(chains: Chains): Run {
   ): Evaluation[] {
     const slot = slotOf(first, prefix, rule.keyTail);
     const state = liveState(slot, now);
-    const evaluation = rule.algorithm.evaluate(state, now, cost, rule);
+    let evaluation = rule.algorithm.evaluate(state, now, cost, rule);
+    if (rule.block !== undefined) {
+      [evaluation, first] = blockRule(encoded, prefix, first, rule, rule.block, evaluation, consume, now);
+      chains.reclaim(now);
+    }
     if (evaluation.allowed && consume) {
       commitRule(encoded, prefix, first, slot, state, rule, cost, now, evaluation.resetAfterMs);
       chains.reclaim(now);
@@ -80,17 +118,25 @@ export function createRun(chains: Chains): Run {
     const outcomes: Evaluation[] = new Array(count);
     const slots = slotsOf(first, prefix, rules);
     let allAllowed = true;
+    let chain = first;
     for (let i = 0; i < count; i++) {
       const rule = rules[i] as ResolvedRule;
-      const evaluation = rule.algorithm.evaluate(liveState(slots[i], now), now, cost, rule);
-      allAllowed &&= evaluation.allowed;
+      let evaluation = rule.algorithm.evaluate(liveState(slots[i], now), now, cost, rule);
+      if (rule.block !== undefined) {
+        [evaluation, chain] = blockRule(encoded, prefix, chain, rule, rule.block, evaluation, consume, now);
+      }
+      // A shadow rule never stops the others; it is consumed only when it allows, as if enforced.
+      allAllowed &&= evaluation.allowed || rule.shadow;
       outcomes[i] = evaluation;
     }
-    if (!allAllowed || !consume) return outcomes;
-    let chain = first;
-    let last = lastOf(first);
+    if (!allAllowed || !consume) {
+      if (chain !== first) chains.reclaim(now);
+      return outcomes;
+    }
+    let last = lastOf(chain);
     for (let i = 0; i < count; i++) {
       const rule = rules[i] as ResolvedRule;
+      if (!(outcomes[i] as Evaluation).allowed) continue;
       const slot = slots[i];
       const resetAfterMs = (outcomes[i] as Evaluation).resetAfterMs;
       chain = commitRule(

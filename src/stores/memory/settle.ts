@@ -2,11 +2,12 @@
  * Changing a key's states after its checks on the memory store's chains: settling a reservation,
  * releasing or renewing concurrency slots, and resetting the key.
  */
+import { BLOCK_SUFFIX } from '../../algorithms/block.js';
 import type { SettleResult } from '../../algorithms/index.js';
 import type { ResolvedRule } from '../../core/types.js';
 import type { SlotAction } from '../types.js';
 import type { Chains } from './chains.js';
-import { lastOf, liveState, type Slot, slotsOf } from './slots.js';
+import { lastOf, liveState, type Slot, slotOf, slotsOf } from './slots.js';
 
 /** One rule's change: its new state and ttl, `'delete'`, or undefined (unchanged). */
 type Step = (rule: ResolvedRule, state: unknown, now: number, index: number) => SettleResult<unknown>;
@@ -98,4 +99,13 @@ export function resetSlots(
   changeSlots(chains, encoded, prefix, rules, now, (rule, state, at) =>
     rule.algorithm.slots === undefined ? 'delete' : rule.algorithm.slots.reset(state, at),
   );
+  // Blocks live in slots of their own beside the rules' (see algorithms/block.ts).
+  const first = chains.get(encoded);
+  if (first === undefined) return;
+  const doomed = new Set<Slot>();
+  for (const rule of rules) {
+    const block = rule.block === undefined ? undefined : slotOf(first, prefix, rule.keyTail + BLOCK_SUFFIX);
+    if (block !== undefined) doomed.add(block);
+  }
+  if (doomed.size > 0) chains.remove(encoded, first, doomed);
 }

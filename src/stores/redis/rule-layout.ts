@@ -1,7 +1,8 @@
 /**
  * How a rule list travels to the script: its keys under a head, its script, and the rule set
- * string a batch sends once ("code,limit,windowMs,capacity;..."), computed once per list.
+ * string a batch sends once (see ruleText), computed once per list.
  */
+import { BLOCK_SUFFIX } from '../../algorithms/block.js';
 import type { ResolvedRule } from '../../core/types.js';
 import { overrideKey } from './key-layout.js';
 import { type Script, scriptFor } from './script.js';
@@ -9,6 +10,8 @@ import { type Script, scriptFor } from './script.js';
 export interface DescribedRules {
   /** Each rule's key suffixes (its key tail and the algorithm's suffixes), in rule order. */
   readonly suffixes: readonly (readonly string[])[];
+  /** The block key suffix of each rule with a block, in rule order: after every rule's keys. */
+  readonly blockSuffixes: readonly string[];
   readonly script: Script;
   readonly ruleSet: string;
 }
@@ -22,20 +25,31 @@ export function describeRules(rules: readonly ResolvedRule[]): DescribedRules {
       suffixes: rules.map((rule) =>
         rule.algorithm.keySuffixes.map((suffix: string) => rule.keyTail + suffix),
       ),
+      blockSuffixes: rules.flatMap((rule) => (rule.block === undefined ? [] : [rule.keyTail + BLOCK_SUFFIX])),
       script: scriptFor(rules.map((rule) => rule.algorithm.code)),
-      ruleSet: rules
-        .map((rule) => `${rule.algorithm.code},${rule.limit},${rule.windowMs},${rule.capacity}`)
-        .join(';'),
+      ruleSet: rules.map(ruleText).join(';'),
     };
     described.set(rules, found);
   }
   return found;
 }
 
-/** The key's override key first, then every rule's keys. */
-export function ruleKeys(head: string, suffixes: DescribedRules['suffixes']): string[] {
+/** "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs" (block fields 0 for none). */
+function ruleText(rule: ResolvedRule): string {
+  const { block } = rule;
+  const blockText =
+    block === undefined ? '0,0,0,0' : `${block.durationMs},${block.factor},${block.maxMs},${block.forgetMs}`;
+  return `${rule.algorithm.code},${rule.limit},${rule.windowMs},${rule.capacity},${rule.shadow ? 1 : 0},${blockText}`;
+}
+
+/** The key's override key first, then every rule's keys, then the rules' block keys. */
+export function ruleKeys(
+  head: string,
+  described: Pick<DescribedRules, 'suffixes' | 'blockSuffixes'>,
+): string[] {
   const keys: string[] = [overrideKey(head)];
-  for (const list of suffixes) for (const suffix of list) keys.push(head + suffix);
+  for (const list of described.suffixes) for (const suffix of list) keys.push(head + suffix);
+  for (const suffix of described.blockSuffixes) keys.push(head + suffix);
   return keys;
 }
 

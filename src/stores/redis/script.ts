@@ -6,8 +6,10 @@
  * ARGV[1] is the mode.
  *   'b' a batch of checks and peeks, on one clock (one TIME call), all in one atomic call. On a
  *       cluster every key of a batch shares one slot. KEYS, per check: the key's override key,
- *       then each rule's keys in rule order. ARGV: 'b', check count, now (ms, or -1 for the
- *       server's TIME), rule-set count, the rule sets ("code,limit,windowMs,capacity" per rule,
+ *       then each rule's keys in rule order, then the block key of each rule with a block.
+ *       ARGV: 'b', check count, now (ms, or -1 for the server's TIME), rule-set count, the rule
+ *       sets (per rule "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs":
+ *       shadow 1 for a rule that never denies, the block fields 0 for a rule without blocks;
  *       joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
  *       peek, set the rule set's number, seen the override the caller knows: '' for none, '*'
  *       to skip the comparison), whatever its rules.
@@ -34,6 +36,7 @@
  * server's agree; PX only reclaims the memory.
  */
 import { createHash } from 'node:crypto';
+import { BLOCK_LUA } from '../../algorithms/block.js';
 import { ALGORITHM_NAMES, ALGORITHMS } from '../../algorithms/index.js';
 
 /**
@@ -50,7 +53,9 @@ function buildScript(codes: readonly number[]): string {
     .map((algorithm) => `[${algorithm.code}] = ${algorithm.keySuffixes.length}`)
     .join(', ');
   // Replacer functions: the Lua contains `$'`, which a replacement string would expand.
-  return TEMPLATE.replace('__KEY_COUNTS__', () => keyCounts).replace('__ALGORITHMS__', () => algorithms);
+  return TEMPLATE.replace('__KEY_COUNTS__', () => keyCounts)
+    .replace('__ALGORITHMS__', () => algorithms)
+    .replace('__BLOCK__', () => BLOCK_LUA.trim());
 }
 
 const TEMPLATE = `-- floodgate: every operation on one key, rules all or nothing
@@ -156,12 +161,12 @@ local function liveOverride(stored)
   if e > now then return value, e - now end
 end
 
--- Rule sets ("code,limit,windowMs,capacity;...") and check arguments ("mode:cost:set:seen") as
--- parsed, by their text: a limiter sends the same few strings on every call. A function library
--- keeps this table from call to call, so each string is parsed (a gmatch or match, and a strtod
--- per number) once rather than once per call; an EVAL starts with an empty one. Both kinds share
--- it: a rule set's text has no ':' and a check's always has. Emptied when full, so strings that
--- come and go (costs, override values) cannot grow the server's Lua memory without bound.
+-- Rule sets ("code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs;...") and check
+-- arguments ("mode:cost:set:seen") as parsed, by their text: a limiter sends the same few
+-- strings on every call. A function library keeps this table from call to call, so each string
+-- is parsed (a gmatch or match, and a strtod per number) once rather than once per call; an EVAL
+-- starts with an empty one. Both kinds share it: a rule set's text has no ':' and a check's
+-- always has. Emptied when full, so strings that come and go (costs, override values) cannot grow the server's Lua memory without bound.
 local PARSED, PARSED_COUNT, PARSED_MAX = {}, 0, 512
 local function remember(text, parsed)
   if PARSED_COUNT >= PARSED_MAX then PARSED, PARSED_COUNT = {}, 0 end
@@ -180,10 +185,13 @@ end
 
 __ALGORITHMS__
 
+__BLOCK__
+
 -- One check or peek of one user key, its reply appended to 'out' after position n (see the
 -- header). Its keys start at KEYS[k] (the override key); 'rules' is its rule set, each rule
--- { code, limit, windowMs, capacity }. Returns the last position written and where the next
--- check's keys start.
+-- { code, limit, windowMs, capacity, shadow, blockMs, factor, maxMs, forgetMs }, and the set's
+-- 'keys' counts its rules' keys, 'blocks' its block keys (which follow them). Returns the last
+-- position written and where the next check's keys start.
 local function checkOne(out, n, k, rules, mode, cost, seen)
   -- First: is the key's override still the one the caller decided with?
   local overrideRemaining = nil
@@ -195,7 +203,7 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
       if value then current, remaining = value, left end
     end
     if current ~= seen then
-      for i = 1, #rules do k = k + KEY_COUNTS[rules[i][1]] end
+      k = k + rules.keys + rules.blocks
       out[n + 1] = -1
       out[n + 2] = current
       return n + 2, k + 1
@@ -203,10 +211,12 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     if seen ~= '' then overrideRemaining = remaining end
   end
   k = k + 1
+  local kb = k + rules.keys
   local count = #rules
   out[n + 1] = count * 6 + (overrideRemaining and 1 or 0)
   n = n + 1
-  -- Evaluate every rule first; consume only if all of them allow the request. An evaluator
+  -- Evaluate every rule first; consume only if all enforced rules allow the request, and then
+  -- from each rule that allows it (a shadow rule never stops the others). An evaluator
   -- returns its commit as a function and up to four arguments, kept in the call's reusable
   -- COMMIT_* tables: a closure per rule per check measurably cost more. One rule (the usual
   -- case) is its own verdict: it commits at once, without the tables.
@@ -216,6 +226,10 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     local code = rule[1]
     local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
       EVALUATORS[code](k, rule[2], rule[3], rule[4], cost)
+    if rule[6] > 0 then
+      allowed, remaining, reset, retry = applyBlock(kb, rule, mode, allowed, remaining, reset, retry)
+      kb = kb + 1
+    end
     out[n + 1] = allowed and 1 or 0
     out[n + 2] = remaining
     out[n + 3] = reset
@@ -226,19 +240,21 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     if count == 1 then
       if allowed and mode == 'c' then commit(k, cost, x, y, z, w) end
     else
-      COMMIT_FN[i], COMMIT_K[i], COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i] = commit, k, x, y, z, w
-      allAllowed = allAllowed and allowed
+      COMMIT_FN[i], COMMIT_K[i], COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i] = allowed and commit, k, x, y, z, w
+      allAllowed = allAllowed and (allowed or rule[5])
     end
     k = k + KEY_COUNTS[code]
   end
   if count > 1 and allAllowed and mode == 'c' then
-    for i = 1, count do COMMIT_FN[i](COMMIT_K[i], cost, COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i]) end
+    for i = 1, count do
+      if COMMIT_FN[i] then COMMIT_FN[i](COMMIT_K[i], cost, COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i]) end
+    end
   end
   if overrideRemaining then
     n = n + 1
     out[n] = overrideRemaining
   end
-  return n, k
+  return n, kb
 end
 
 -- One call: KEYS and ARGV as described in the header of script.ts.
@@ -316,9 +332,14 @@ local function run(keys, args)
     local text = ARGV[a]
     local set = PARSED[text]
     if not set then
-      set = {}
-      for code, limit, window, capacity in gmatch(text, '(%d+),(%d+),(%d+),(%d+)') do
-        set[#set + 1] = { tonumber(code), tonumber(limit), tonumber(window), tonumber(capacity) }
+      set = { keys = 0, blocks = 0 }
+      for code, limit, window, capacity, shadow, block, factor, most, forget in
+        gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d),(%d+),([%d.]+),(%d+),(%d+)') do
+        code, block = tonumber(code), tonumber(block)
+        set[#set + 1] = { code, tonumber(limit), tonumber(window), tonumber(capacity), shadow == '1',
+          block, tonumber(factor), tonumber(most), tonumber(forget) }
+        set.keys = set.keys + KEY_COUNTS[code]
+        if block > 0 then set.blocks = set.blocks + 1 end
       end
       remember(text, set)
     end

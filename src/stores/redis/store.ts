@@ -96,7 +96,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number));
     const args = [mode, String(reserved), now(), String(actual), String(rules.length), ...perRule];
     const described = describeRules(rules);
-    return run(described.script, ruleKeys(head, described.suffixes), args);
+    return run(described.script, ruleKeys(head, described), args);
   }
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
   const batcher = createBatcher(run, shardOf, runReadOnly);
@@ -118,7 +118,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
             head,
             script: described.script,
             now: now(),
-            keys: ruleKeys(head, described.suffixes),
+            keys: ruleKeys(head, described),
             ruleSet: described.ruleSet,
             mode: consume ? 'c' : 'p',
             cost,
@@ -155,7 +155,10 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
           (suffix: string) => rule.keyTail + suffix,
         );
       });
-      const [override, ...keys] = ruleKeys(head, deleted);
+      const [override, ...keys] = ruleKeys(head, {
+        suffixes: deleted,
+        blockSuffixes: describeRules(rules).blockSuffixes,
+      });
       for (let from = 0; from < keys.length; from += MAX_BATCH_KEYS) {
         await run(BASE_SCRIPT, [override as string, ...keys.slice(from, from + MAX_BATCH_KEYS)], ['r']);
       }

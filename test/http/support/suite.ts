@@ -205,6 +205,21 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       expect(rateLimitHeaderNames(denied)).toEqual(['retry-after']);
     });
 
+    it('never answers 429 for a shadow rule, announces only enforced rules, and reports shadowDenied to onDecision', async () => {
+      const decisions: Decision[] = [];
+      const trial: RuleOptions = { ...minute(1), name: 'trial', shadow: true };
+      const app = await serve([minute(2), trial], { onDecision: (d) => decisions.push(d) });
+      const statuses = [];
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(app.url);
+        statuses.push(response.status);
+        expect(response.headers.get('RateLimit-Policy')).toBe('2;w=60');
+        await response.arrayBuffer();
+      }
+      expect(statuses).toEqual([200, 200, 429]);
+      expect(decisions.map((d) => d.shadowDenied)).toEqual([[], ['trial'], ['trial']]);
+    });
+
     it('calls onDecision for every decision and onLimited instead of the default 429', async () => {
       const decisions: Decision[] = [];
       const app = await serve(minute(1), { customLimited: true, onDecision: (d) => decisions.push(d) });

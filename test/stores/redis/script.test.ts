@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'b2def463cceb63845389845f189c1af501b50da3';
+const PINNED_SHA = '8e3716a5adb53ec042e84578a98dc7137199ab02';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;

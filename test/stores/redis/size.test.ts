@@ -55,9 +55,10 @@ it('40 concurrent checks at the bound of 1,000 sliding-log rules (2,001 keys eac
 
 it('one script call of 9,009 keys reads them all (past the ~8,000 values Lua can unpack)', async () => {
   const script = scriptFor([ALGORITHMS['fixed-window'].code]);
-  const ruleSet = Array.from({ length: 1000 }, () => `${ALGORITHMS['fixed-window'].code},5,60000,5`).join(
-    ';',
-  );
+  const ruleSet = Array.from(
+    { length: 1000 },
+    () => `${ALGORITHMS['fixed-window'].code},5,60000,5,0,0,0,0,0`,
+  ).join(';');
   const keys: string[] = [];
   for (let check = 0; check < 9; check++) {
     keys.push(`raw:{${check}}:o`);

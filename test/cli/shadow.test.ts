@@ -1,0 +1,101 @@
+/**
+ * `floodgate serve` with a shadow rule beside an enforced one (real sockets, the demo upstream):
+ * the shadow rule never answers 429 and is not announced in headers, its would-be denials are
+ * counted in `floodgate_shadow_denied_total`, and the enforced rule's 429s are unchanged.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type RunningCli, startCli } from './support/cli.js';
+import { freePort } from './support/ports.js';
+
+let dir: string;
+const started: RunningCli[] = [];
+
+async function startGateway(args: string[]): Promise<{ url: string; admin: string }> {
+  const adminPort = String(await freePort());
+  const cli = startCli(['serve', '--port', '0', '--admin-port', adminPort, ...args]);
+  started.push(cli);
+  const listening = await cli.waitForLog((line) => line.event === 'listening', 45_000);
+  return { url: listening.url as string, admin: listening.admin as string };
+}
+
+/** A counter's value for the series whose labels include `labels`, 0 when absent. */
+function metric(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
+      return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return 0;
+}
+
+/**
+ * Sends `count` requests to `path` in turn and tells which the gateway limited (429) and which
+ * it forwarded (the demo upstream may answer 404: it has few paths); `look` checks each response.
+ */
+async function outcomesOf(url: string, path: string, count: number, look: (response: Response) => void) {
+  const outcomes: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const response = await fetch(`${url}${path}`);
+    outcomes.push(response.status === 429 ? 'limited' : 'forwarded');
+    look(response);
+    await response.arrayBuffer();
+  }
+  return outcomes;
+}
+
+const forwarded = (count: number) => Array.from({ length: count }, () => 'forwarded');
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'floodgate-shadow-'));
+});
+
+afterAll(async () => {
+  for (const cli of started) cli.kill();
+  await Promise.all(started.map((cli) => cli.exited));
+  await rm(dir, { recursive: true, force: true });
+});
+
+it('a shadow rule over its limit never denies, is counted in metrics, and leaves the enforced rule unchanged', async () => {
+  const config = join(dir, 'shadow.yaml');
+  await writeFile(
+    config,
+    'rules:\n  - { name: minute, limit: 5/1m }\n  - { name: trial, limit: 2/1m, shadow: true }\n',
+  );
+  const { url, admin } = await startGateway(['--config', config]);
+  // The enforced limit of 5 alone decides; the shadow rule's limit of 2 is never sent as a 429.
+  const outcomes = await outcomesOf(url, '/', 7, (response) =>
+    expect(response.headers.get('ratelimit-policy') ?? '').not.toContain('trial'),
+  );
+  expect(outcomes).toEqual([...forwarded(5), 'limited', 'limited']);
+  const metrics = await (await fetch(`${admin}/metrics`)).text();
+  // Requests 3 to 5 were allowed by the enforced rule and would have been denied by the shadow
+  // one; 6 and 7 were denied by the enforced rule, and the shadow rule still counts them.
+  expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'default', rule: 'trial' })).toBe(5);
+});
+
+it('--shadow makes every rule a shadow rule: nothing is denied, every would-be denial is counted', async () => {
+  const { url, admin } = await startGateway(['--limit', '2/1m', '--shadow']);
+  // Nothing is enforced, so nothing is announced.
+  const outcomes = await outcomesOf(url, '/', 4, (response) =>
+    expect(response.headers.get('ratelimit-limit')).toBeNull(),
+  );
+  expect(outcomes).toEqual(forwarded(4));
+  const metrics = await (await fetch(`${admin}/metrics`)).text();
+  expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'default' })).toBe(2);
+  expect(metric(metrics, 'floodgate_decisions_total', { outcome: 'denied' })).toBe(0);
+});
+
+it("a route's shadow: true makes its own rules shadow rules; the plan's rules still apply", async () => {
+  const config = join(dir, 'route.yaml');
+  await writeFile(
+    config,
+    'rules: [3/1m]\nroutes:\n  - { name: beta, path: /beta, limit: 1/1m, shadow: true }\n',
+  );
+  const { url, admin } = await startGateway(['--config', config]);
+  expect(await outcomesOf(url, '/beta', 4, () => {})).toEqual([...forwarded(3), 'limited']);
+  const metrics = await (await fetch(`${admin}/metrics`)).text();
+  expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'beta' })).toBe(3);
+});
