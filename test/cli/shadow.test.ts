@@ -99,3 +99,22 @@ it("a route's shadow: true makes its own rules shadow rules; the plan's rules st
   const metrics = await (await fetch(`${admin}/metrics`)).text();
   expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'beta' })).toBe(3);
 });
+
+it('blockedStatus: 403 answers a key blocked by a rule with a block with 403 problem+json until the block ends', async () => {
+  const config = join(dir, 'blocked.yaml');
+  await writeFile(config, 'blockedStatus: 403\nrules:\n  - { name: login, limit: 1/1m, block: 10m }\n');
+  const { url } = await startGateway(['--config', config]);
+  expect((await fetch(url)).status).not.toBe(429);
+  for (let i = 0; i < 2; i++) {
+    const blocked = await fetch(url);
+    expect(blocked.status).toBe(403);
+    expect(blocked.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(590);
+    expect(Number(blocked.headers.get('retry-after'))).toBeLessThanOrEqual(600);
+    expect(await blocked.json()).toMatchObject({
+      title: 'Forbidden',
+      status: 403,
+      'violated-policies': ['login'],
+    });
+  }
+});

@@ -270,7 +270,7 @@ function parseHeaders(value: unknown, path: string): GatewayConfig['headers'] {
 
 function parseBlockedStatus(value: unknown, path: string): GatewayConfig['blockedStatus'] {
   if (value === undefined) return 429;
-  if (value !== 403 && value !== 429) return fail(path, `must be 403 or 429, got ${JSON.stringify(value)}`);
+  if (value !== 403 && value !== 429) return fail(path, `${JSON.stringify(value)} must be 403 or 429`);
   return value;
 }
 

@@ -20,7 +20,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import express from 'express';
 import { FloodgateGuard, type FloodgateRequest } from '../../../src/http/nestjs.js';
-import { type App, type AppSpec, sharedOptions, type StartApp } from './apps.js';
+import { type App, type AppSpec, type StartApp, sharedOptions } from './apps.js';
 
 export type NestPlatform = 'express' | 'fastify';
 
