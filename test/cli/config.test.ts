@@ -168,6 +168,12 @@ describe('gateway config', () => {
     expect(error({ store: { timeout: '-1s' } })).toContain('store.timeout: "-1s" is not a duration');
     expect(error({ plans: { free: ['1/1m'] } })).toContain('plans: plans need tiers');
     expect(error({ tiers: { header: 'x-api-key', default: 'free' } })).toContain('tiers: tiers need plans');
+    expect(
+      error({
+        tiers: { header: 'x-plan', trust: 'header', default: 'free' },
+        plans: { free: { rules: ['1/1m'], shadow: 'yes' } },
+      }),
+    ).toBe('plans.free.shadow: expected true or false, got "yes"');
     expect(error({ tiers: { header: 'x-api-key', default: 'gold' }, plans: { free: ['1/1m'] } })).toBe(
       'tiers.default: "gold" is not one of \'free\'',
     );
