@@ -34,6 +34,12 @@ export interface RuleDecision {
   retryAfterMs: number;
   /** Present (`true`) on a shadow rule's view: it is reported, never enforced. */
   shadow?: true;
+  /**
+   * Present (`true`) when the key is blocked: this rule has a `block` and denied a check, which
+   * starts or holds a block period, or an override blocks the key. On the decision: its binding
+   * rule's, when denied.
+   */
+  blocked?: true;
   /** Concurrency rules only: slots in use after this decision (a peek's own are not counted). */
   inFlight?: number;
 }
@@ -140,6 +146,8 @@ function viewOf(
   };
   if (rule.capacity !== rule.limit) view.quota = rule.limit;
   if (rule.shadow) view.shadow = true;
+  // A consuming denial by a rule with a block always starts or holds one (a never-admissible cost aside).
+  if (rule.block !== undefined && !ruleAllowed && consume && retry !== NEVER) view.blocked = true;
   // Slots in use: those held before, plus this request's own if it took them.
   if (rule.algorithm.slots !== undefined) {
     view.inFlight = rule.capacity - outcome.remaining + (allowed && ruleAllowed && consume ? cost : 0);
@@ -166,6 +174,7 @@ class CheckedDecision implements Decision {
   declare quota?: number;
   shadowDenied: string[];
   declare inFlight?: number;
+  declare blocked?: true;
   #ticket: unknown;
 
   constructor(
@@ -184,6 +193,7 @@ class CheckedDecision implements Decision {
     this.retryAfterMs = binding.retryAfterMs;
     if (binding.quota !== undefined) this.quota = binding.quota;
     if (binding.inFlight !== undefined) this.inFlight = binding.inFlight;
+    if (binding.blocked === true && !allowed) this.blocked = true;
     this.rules = rules;
     this.degraded = degraded;
     this.shadowDenied = shadowDenied;

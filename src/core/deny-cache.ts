@@ -64,6 +64,7 @@ function shift(decision: Decision, elapsed: number): Decision {
       resetMs: Math.max(0, rule.resetMs - elapsed),
       retryAfterMs: rule.allowed ? 0 : Math.max(1, rule.retryAfterMs - elapsed),
       ...(rule.shadow === undefined ? {} : { shadow: rule.shadow }),
+      ...(rule.blocked === undefined ? {} : { blocked: rule.blocked }),
     }),
   );
   const binding = rules.find((rule) => rule.rule === decision.rule) ?? (rules[0] as RuleDecision);

@@ -222,6 +222,7 @@ export function blockedDecision(known: KnownOverride, degraded: Degraded, now: n
     remaining: 0,
     resetMs: left ?? 0,
     retryAfterMs: left ?? Number.POSITIVE_INFINITY,
+    blocked: true as const,
   };
   return { ...view, rules: [view], degraded, shadowDenied: [] };
 }

@@ -66,7 +66,8 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       return next();
     }
     if (onLimited !== undefined) return onLimited(req, res, decision);
-    res.status(429).type(PROBLEM_CONTENT_TYPE).send(problemBody(decision));
+    const problem = guard.problem(decision);
+    res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(problemBody(problem));
   }
 
   return function floodgateRateLimit(req, res, next) {

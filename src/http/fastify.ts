@@ -109,7 +109,10 @@ async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, 
     return;
   }
   if (onLimited !== undefined) await onLimited(request, reply, decision);
-  else reply.code(429).type(PROBLEM_CONTENT_TYPE).send(problemBody(decision));
+  else {
+    const problem = guard.problem(decision);
+    reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problemBody(problem));
+  }
   return reply;
 }
 

@@ -95,7 +95,7 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
       }
       return null;
     }
-    if (onLimited === undefined) return problemResponse(decision, headers);
+    if (onLimited === undefined) return problemResponse(guard.problem(decision), headers);
     return withHeaders(await onLimited(request, decision), headers, true);
   }
 

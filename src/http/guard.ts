@@ -1,6 +1,6 @@
 /**
  * The framework-neutral request path: request → (skip, key, cost, plan) → limiter → decision, and
- * decision → headers (+ the 429 body). Adapters supply how to read a header and the client
+ * decision → headers (+ the denial's problem body). Adapters supply how to read a header and the client
  * address from their request type, and how to set a header on their response type.
  */
 import type { Decision } from '../core/decision.js';
@@ -10,7 +10,7 @@ import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './
 import { slotHolder, type Unhold } from './hold.js';
 import { knownKeyResolver } from './known-key.js';
 import type { ResolvedHttpOptions } from './options.js';
-import { quotaExceededProblem } from './problem.js';
+import { denialStatus, type QuotaExceededProblem, quotaExceededProblem } from './problem.js';
 import { defaultKey } from './request-keys.js';
 
 /** How an adapter reads what the default key needs from its request type. */
@@ -36,11 +36,13 @@ export interface Guard<Req> {
    * request fails. Undefined when the decision holds no slot.
    */
   hold(decision: Decision): Unhold | undefined;
+  /** The problem document of a denial, with its status (`blockedStatus` for a blocked key). */
+  problem(decision: Decision): QuotaExceededProblem;
 }
 
 /** Builds the neutral guard of one adapter instance from its resolved options. */
 export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: RequestAccess<Req>): Guard<Req> {
-  const { limiter, key, cost, plan, skip, onDecision, headers, keyPolicy } = options;
+  const { limiter, key, cost, plan, skip, onDecision, headers, keyPolicy, blockedStatus } = options;
 
   const known = knownKeyResolver(key);
 
@@ -96,6 +98,7 @@ export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: Requ
       return false;
     },
     hold: slotHolder(limiter),
+    problem: (decision) => quotaExceededProblem(decision, denialStatus(decision, blockedStatus)),
   };
 }
 
@@ -121,9 +124,9 @@ export function holdUntilClosed<Req>(
   if (unhold !== undefined) res.once('close', unhold);
 }
 
-/** The default 429 body, serialised (see problem.ts). */
-export function problemBody(decision: Decision): string {
-  return JSON.stringify(quotaExceededProblem(decision));
+/** The default denial body, serialised (see problem.ts). */
+export function problemBody(problem: QuotaExceededProblem): string {
+  return JSON.stringify(problem);
 }
 
 /** Reads a header of a Node request (`IncomingMessage.headers`), joining repeated values. */

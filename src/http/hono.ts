@@ -103,7 +103,7 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
     try {
       if (!guard.respond(decision, headersTarget(headers))) {
         state.answered = true;
-        if (onLimited === undefined) return problemResponse(decision, headers);
+        if (onLimited === undefined) return problemResponse(guard.problem(decision), headers);
         return withHeaders(await onLimited(c, decision), headers, true);
       }
       // Concurrency slots are held until the response body is sent, or the request aborts or fails.

@@ -65,8 +65,9 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       return next();
     }
     if (onLimited !== undefined) return onLimited(ctx, decision);
-    ctx.status = 429;
+    const problem = guard.problem(decision);
+    ctx.status = problem.status;
     ctx.set('Content-Type', PROBLEM_CONTENT_TYPE);
-    ctx.body = problemBody(decision);
+    ctx.body = problemBody(problem);
   };
 }

@@ -17,7 +17,7 @@ import {
 } from './guard.js';
 import type { HeaderTarget } from './headers.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions, scopedPrefix } from './options.js';
-import { PROBLEM_CONTENT_TYPE, quotaExceededProblem } from './problem.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 /** What the guard reads from a request of either platform (Express `Request`, `FastifyRequest`). */
 export interface FloodgateRequest {
@@ -156,7 +156,8 @@ export class FloodgateGuard implements CanActivate {
     }
     if (checker.onLimited !== undefined) throw checker.onLimited(context, decision);
     headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
-    throw new HttpException(quotaExceededProblem(decision), 429);
+    const problem = checker.guard.problem(decision);
+    throw new HttpException(problem, problem.status);
   }
 
   /** The limiter of a `@RateLimit` route, built once per options object. */

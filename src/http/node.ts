@@ -78,9 +78,10 @@ export function createHttpGuard(options: HttpGuardOptions): HttpGuard {
     if (onLimited !== undefined) {
       await onLimited(req, res, decision);
     } else {
-      res.statusCode = 429;
+      const problem = guard.problem(decision);
+      res.statusCode = problem.status;
       res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
-      res.end(problemBody(decision));
+      res.end(problemBody(problem));
     }
     return false;
   };

@@ -13,6 +13,7 @@ import type { RuleOptions } from '../rules.js';
 import type { Store } from '../stores/types.js';
 import { HEADER_STYLES, type HeaderStyle } from './headers.js';
 import { DEFAULT_IPV6_SUBNET } from './ip.js';
+import type { DenialStatus } from './problem.js';
 import type { KeyPolicy } from './request-keys.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -57,6 +58,11 @@ export interface HttpOptions<Req> {
   apiKeySecret?: string;
   /** Prefix length IPv6 clients are grouped by in address keys, 1-128. Default 64. */
   ipv6Subnet?: number;
+  /**
+   * Status of a denial while the key is blocked (`decision.blocked`: a rule's `block` period or
+   * a block override): `403` or `429` (default). Other denials are always 429.
+   */
+  blockedStatus?: DenialStatus;
 }
 
 /** The validated form of HttpOptions. */
@@ -69,6 +75,7 @@ export interface ResolvedHttpOptions<Req> {
   readonly headers: readonly HeaderStyle[];
   readonly onDecision: ((req: Req, decision: Decision) => MaybePromise<void>) | undefined;
   readonly keyPolicy: KeyPolicy;
+  readonly blockedStatus: DenialStatus;
 }
 
 export const HTTP_OPTIONS = [
@@ -85,6 +92,7 @@ export const HTTP_OPTIONS = [
   'apiKeyHeader',
   'apiKeySecret',
   'ipv6Subnet',
+  'blockedStatus',
 ] as const;
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -133,6 +141,7 @@ export function parseRequestOptions<Req>(
     headers: parseHeaderStyles(options.headers),
     onDecision: optionalFunction(options.onDecision, 'onDecision'),
     keyPolicy: parseKeyPolicy(options),
+    blockedStatus: parseBlockedStatus(options.blockedStatus),
   };
 }
 
@@ -204,6 +213,15 @@ function parseKeyPolicy(
     apiKeySecret: apiKeySecret === undefined ? undefined : utf8(apiKeySecret),
     ipv6Subnet,
   };
+}
+
+/** Validates `blockedStatus`: 403 or 429, default 429. */
+export function parseBlockedStatus(value: unknown): DenialStatus {
+  if (value === undefined) return 429;
+  if (value !== 403 && value !== 429) {
+    throw new RangeError(`blockedStatus: ${describe(value)} must be 403 or 429`);
+  }
+  return value;
 }
 
 /** Validates an optional callback option. */

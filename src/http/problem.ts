@@ -1,5 +1,5 @@
 /**
- * The body of a 429: an RFC 9457 problem document with the `quota-exceeded` problem type from
+ * The body of a denial (a 429, or a 403 for blocked keys under `blockedStatus: 403`): an RFC 9457 problem document with the `quota-exceeded` problem type from
  * draft-ietf-httpapi-ratelimit-headers, naming the policies that denied the request and when to
  * retry. Nothing from the request is echoed back.
  */
@@ -9,11 +9,16 @@ import { retryAfterSeconds } from './headers.js';
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
 
-/** The members of the default 429 body. */
+/** The statuses a denial can be answered with (see the `blockedStatus` option). */
+export type DenialStatus = 403 | 429;
+
+const TITLES = { 403: 'Forbidden', 429: 'Too Many Requests' } as const;
+
+/** The members of the default denial body. */
 export interface QuotaExceededProblem {
   type: typeof QUOTA_EXCEEDED_TYPE;
-  title: 'Too Many Requests';
-  status: 429;
+  title: (typeof TITLES)[DenialStatus];
+  status: DenialStatus;
   detail: string;
   /** Names of the rules that denied the request. */
   'violated-policies': string[];
@@ -21,8 +26,13 @@ export interface QuotaExceededProblem {
   'retry-after'?: number;
 }
 
-/** Builds the problem document for a denied decision. */
-export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
+/** The status of a denial: `blockedStatus` when the key is blocked, else 429. */
+export function denialStatus(decision: Decision, blockedStatus: DenialStatus): DenialStatus {
+  return decision.blocked === true ? blockedStatus : 429;
+}
+
+/** Builds the problem document for a denied decision, answered with `status` (default 429). */
+export function quotaExceededProblem(decision: Decision, status: DenialStatus = 429): QuotaExceededProblem {
   const violated = decision.rules
     .filter((view) => !view.allowed && view.shadow !== true)
     .map((view) => view.rule);
@@ -30,8 +40,8 @@ export function quotaExceededProblem(decision: Decision): QuotaExceededProblem {
   const retryAfter = retryAfterSeconds(decision);
   const problem: QuotaExceededProblem = {
     type: QUOTA_EXCEEDED_TYPE,
-    title: 'Too Many Requests',
-    status: 429,
+    title: TITLES[status],
+    status,
     detail: describeDenial(decision, names, violated.length, retryAfter),
     'violated-policies': violated,
   };
@@ -51,6 +61,9 @@ function describeDenial(
   const wait = `retry in ${retryAfter} second${retryAfter === 1 ? '' : 's'}`;
   // A denial by the limiter's `onStoreError: 'closed'` policy, not by anyone's usage.
   if (decision.degraded !== false) return `Rate limiting is temporarily unavailable; ${wait}.`;
+  if (decision.blocked === true) {
+    return `This client is blocked by ${count === 1 ? 'policy' : 'policies'} ${names}; ${wait}.`;
+  }
   if (decision.inFlight !== undefined) {
     return `Too many requests in flight for policy '${decision.rule}' (at most ${decision.limit} at once); ${wait}.`;
   }

@@ -3,11 +3,10 @@
  * (the fetch guard, Hono): where headers go, the default 429 and adding headers to a response
  * whose headers may be immutable (as a `fetch()` result's are).
  */
-import type { Decision } from '../core/decision.js';
 import { problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';
 import type { Unhold } from './hold.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, type QuotaExceededProblem } from './problem.js';
 
 /** A HeaderTarget over a `Headers` object. */
 export function headersTarget(headers: Headers): HeaderTarget {
@@ -17,9 +16,9 @@ export function headersTarget(headers: Headers): HeaderTarget {
   };
 }
 
-/** The default 429: the problem document, with `headers` (the rate-limit and denial headers). */
-export function problemResponse(decision: Decision, headers: Headers): Response {
-  const response = new Response(problemBody(decision), { status: 429, headers });
+/** The default denial: the problem document, with `headers` (the rate-limit and denial headers). */
+export function problemResponse(problem: QuotaExceededProblem, headers: Headers): Response {
+  const response = new Response(problemBody(problem), { status: problem.status, headers });
   response.headers.set('Content-Type', PROBLEM_CONTENT_TYPE);
   return response;
 }

@@ -72,16 +72,17 @@ export const ABUSE_CASES: SpecCase[] = [
     rules: { name: 'login', algorithm: 'fixed-window', limit: 2, window: 1000, block: '5s' },
     steps: [
       { at: 0, expect: ok(1, 1000) },
-      { at: 1, expect: ok(0, 999) },
-      { at: 1, op: 'peek', expect: no(0, 999, 999) },
+      { at: 1, expect: { ...ok(0, 999), blocked: false } },
+      { at: 1, op: 'peek', expect: { ...no(0, 999, 999), blocked: false } },
       // The denial starts a 5 s block: the wait is the block's end, not the window's.
-      { at: 2, expect: no(0, 5000, 5000) },
-      { at: 1500, expect: no(0, 3502, 3502) },
+      { at: 2, expect: { ...no(0, 5000, 5000), blocked: true } },
+      { at: 1500, expect: { ...no(0, 3502, 3502), blocked: true } },
       { at: 1500, op: 'peek', expect: no(0, 3502, 3502) },
-      { at: 1500, cost: 3, expect: no(0, 3502, Number.POSITIVE_INFINITY) },
-      { at: 5002, expect: ok(1, 998) },
+      // A cost the rule can never admit is answered "never", not "blocked".
+      { at: 1500, cost: 3, expect: { ...no(0, 3502, Number.POSITIVE_INFINITY), blocked: false } },
+      { at: 5002, expect: { ...ok(1, 998), blocked: false } },
       { at: 5003, expect: ok(0, 997) },
-      { at: 5004, expect: no(0, 5000, 5000) },
+      { at: 5004, expect: { ...no(0, 5000, 5000), blocked: true } },
       { at: 5100, op: 'reset' },
       { at: 5100, expect: ok(1, 900) },
     ],
@@ -120,8 +121,8 @@ export const ABUSE_CASES: SpecCase[] = [
       { at: 0, expect: { ...ok(9, 1000), rule: 'base', shadowDenied: [] } },
       {
         at: 1,
-        expect: { ...ok(8, 999), rule: 'base', shadowDenied: ['trial'] },
-        rules: { trial: no(0, 5000, 5000) },
+        expect: { ...ok(8, 999), rule: 'base', shadowDenied: ['trial'], blocked: false },
+        rules: { trial: { ...no(0, 5000, 5000), blocked: true } },
       },
       {
         at: 1000,

@@ -72,6 +72,7 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
         if (expected.rule !== undefined) expect(decision.rule, where).toBe(expected.rule);
         if (expected.shadowDenied !== undefined)
           expect(decision.shadowDenied, where).toEqual(expected.shadowDenied);
+        if (expected.blocked !== undefined) expect(decision.blocked === true, where).toBe(expected.blocked);
         if (specCase.plans !== undefined)
           expect(decision.plan, where).toBe(options.plan ?? specCase.defaultPlan);
         for (const [name, expectedView] of Object.entries(step.rules ?? {})) {

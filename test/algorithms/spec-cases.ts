@@ -13,6 +13,8 @@ export interface Expected {
   rule?: string;
   /** The decision's `shadowDenied`, when given. */
   shadowDenied?: string[];
+  /** Whether the decision says the key is blocked (`blocked: true`), when given. */
+  blocked?: boolean;
 }
 
 export interface Step {

@@ -31,6 +31,7 @@ describe('gateway config', () => {
       storeTimeoutMs: 100,
       onStoreError: 'open',
       headers: 'draft-6',
+      blockedStatus: 429,
       apiKeyHeader: 'x-api-key',
       admin: { host: '127.0.0.1', port: 9477 },
       tiers: undefined,
@@ -121,7 +122,7 @@ describe('gateway config', () => {
       'rules[0].window: required with a numeric limit (or write limit: "5/1m")',
     );
     expect(error({ rules: ['5/1m'], colour: 'blue' })).toBe(
-      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, clientTimeout, clientConcurrency, store, onStoreError, shadow, headers, trustProxy, apiKeyHeader, rules, concurrency, tiers, plans, routes, skip, shutdownTimeout, admin, grpc',
+      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, clientTimeout, clientConcurrency, store, onStoreError, shadow, headers, blockedStatus, trustProxy, apiKeyHeader, rules, concurrency, tiers, plans, routes, skip, shutdownTimeout, admin, grpc',
     );
     expect(error({ routes: [{ path: 'v1/users' }] })).toBe(
       'routes[0].path: "v1/users" must start with / and have no spaces, e.g. /v1/users/:id or /assets/*',
@@ -150,6 +151,8 @@ describe('gateway config', () => {
     expect(error({ routes: [{ path: '/x', cost: 1.5 }] })).toBe(
       'routes[0].cost: 1.5 must be an integer from 1 to 9007199254740991',
     );
+    expect(error({ blockedStatus: 401 })).toBe('blockedStatus: 401 must be 403 or 429');
+    expect(error({ blockedStatus: '403' })).toBe('blockedStatus: "403" must be 403 or 429');
     expect(error({ onStoreError: 'sometimes' })).toBe(
       "onStoreError: \"sometimes\" is not one of 'open', 'closed'",
     );
@@ -165,6 +168,12 @@ describe('gateway config', () => {
     expect(error({ store: { timeout: '-1s' } })).toContain('store.timeout: "-1s" is not a duration');
     expect(error({ plans: { free: ['1/1m'] } })).toContain('plans: plans need tiers');
     expect(error({ tiers: { header: 'x-api-key', default: 'free' } })).toContain('tiers: tiers need plans');
+    expect(
+      error({
+        tiers: { header: 'x-plan', trust: 'header', default: 'free' },
+        plans: { free: { rules: ['1/1m'], shadow: 'yes' } },
+      }),
+    ).toBe('plans.free.shadow: expected true or false, got "yes"');
     expect(error({ tiers: { header: 'x-api-key', default: 'gold' }, plans: { free: ['1/1m'] } })).toBe(
       'tiers.default: "gold" is not one of \'free\'',
     );

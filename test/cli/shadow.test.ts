@@ -35,10 +35,16 @@ function metric(text: string, name: string, labels: Record<string, string>): num
  * Sends `count` requests to `path` in turn and tells which the gateway limited (429) and which
  * it forwarded (the demo upstream may answer 404: it has few paths); `look` checks each response.
  */
-async function outcomesOf(url: string, path: string, count: number, look: (response: Response) => void) {
+async function outcomesOf(
+  url: string,
+  path: string,
+  count: number,
+  look: (response: Response) => void,
+  headers: Record<string, string> = {},
+) {
   const outcomes: string[] = [];
   for (let i = 0; i < count; i++) {
-    const response = await fetch(`${url}${path}`);
+    const response = await fetch(`${url}${path}`, { headers });
     outcomes.push(response.status === 429 ? 'limited' : 'forwarded');
     look(response);
     await response.arrayBuffer();
@@ -98,4 +104,43 @@ it("a route's shadow: true makes its own rules shadow rules; the plan's rules st
   expect(await outcomesOf(url, '/beta', 4, () => {})).toEqual([...forwarded(3), 'limited']);
   const metrics = await (await fetch(`${admin}/metrics`)).text();
   expect(metric(metrics, 'floodgate_shadow_denied_total', { route: 'beta' })).toBe(3);
+});
+
+it('blockedStatus: 403 answers a key blocked by a rule with a block with 403 problem+json until the block ends', async () => {
+  const config = join(dir, 'blocked.yaml');
+  await writeFile(config, 'blockedStatus: 403\nrules:\n  - { name: login, limit: 1/1m, block: 10m }\n');
+  const { url } = await startGateway(['--config', config]);
+  expect((await fetch(url)).status).not.toBe(429);
+  for (let i = 0; i < 2; i++) {
+    const blocked = await fetch(url);
+    expect(blocked.status).toBe(403);
+    expect(blocked.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(590);
+    expect(Number(blocked.headers.get('retry-after'))).toBeLessThanOrEqual(600);
+    expect(await blocked.json()).toMatchObject({
+      title: 'Forbidden',
+      status: 403,
+      'violated-policies': ['login'],
+    });
+  }
+});
+
+it("a plan's shadow: true makes its rules shadow rules; other plans are enforced", async () => {
+  const config = join(dir, 'plans.yaml');
+  await writeFile(
+    config,
+    [
+      'tiers: { header: x-plan, trust: header, default: free }',
+      'plans:',
+      '  free: [2/1m]',
+      '  beta: { rules: [{ name: trial, limit: 1/1m }], shadow: true }',
+      '',
+    ].join('\n'),
+  );
+  const { url, admin } = await startGateway(['--config', config]);
+  expect(await outcomesOf(url, '/', 3, () => {}, { 'x-plan': 'beta' })).toEqual(forwarded(3));
+  // Without x-plan, the default plan's enforced limit applies.
+  expect(await outcomesOf(url, '/', 3, () => {})).toEqual([...forwarded(2), 'limited']);
+  const metrics = await (await fetch(`${admin}/metrics`)).text();
+  expect(metric(metrics, 'floodgate_shadow_denied_total', { plan: 'beta', rule: 'beta.trial' })).toBe(2);
 });

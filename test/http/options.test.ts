@@ -29,6 +29,8 @@ describe.each(ADAPTERS)('%s options', (name, create) => {
     expect(make({ limiter })).not.toThrow();
     expect(make({ rules, store: memoryStore(), prefix: 'p' })).not.toThrow();
     expect(make({ rules, headers: ['draft-10', 'legacy'], cost: 2 })).not.toThrow();
+    expect(make({ limiter, blockedStatus: 403 })).not.toThrow();
+    expect(make({ limiter, blockedStatus: 429 })).not.toThrow();
   });
 
   it('names the option and what it accepts', () => {
@@ -67,6 +69,8 @@ describe.each(ADAPTERS)('%s options', (name, create) => {
     expect(make({ limiter, apiKeySecret: '' })).toThrow('apiKeySecret: expected a non-empty string, got ""');
     expect(make({ limiter, ipv6Subnet: 0 })).toThrow('ipv6Subnet: 0 must be an integer from 1 to 128');
     expect(make({ limiter, ipv6Subnet: 129 })).toThrow(/^ipv6Subnet: 129/);
+    expect(make({ limiter, blockedStatus: 401 })).toThrow('blockedStatus: 401 must be 403 or 429');
+    expect(make({ limiter, blockedStatus: '403' })).toThrow('blockedStatus: "403" must be 403 or 429');
   });
 });
 

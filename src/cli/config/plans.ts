@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { RuleOptions } from '../../index.js';
 import { resolveRules } from '../../internal.js';
 import {
+  booleanAt,
   core,
   type Fields,
   fail,
@@ -36,8 +37,8 @@ export interface Tiers {
 
 /**
  * The plans of a config: its `plans`, or one `default` plan of its `rules` (default 60/1m). A
- * plan is a rule list, or `{ rules?, concurrency? }`; the top-level `concurrency` applies to every
- * plan that sets none of its own.
+ * plan is a rule list, or `{ rules?, concurrency?, shadow? }`; the top-level `concurrency` applies
+ * to every plan that sets none of its own.
  */
 export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions[]> {
   const plans = parsePlanRules(raw, labels);
@@ -54,25 +55,28 @@ export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions
   return plans;
 }
 
-/** A plan written as `{ rules?, concurrency? }` rather than a rule list. */
+/** A plan written as `{ rules?, concurrency?, shadow? }` rather than a rule list. */
 function isPlanObject(value: unknown): value is Fields {
   return (
     typeof value === 'object' &&
     value !== null &&
     !Array.isArray(value) &&
-    ('concurrency' in value || 'rules' in value)
+    ('concurrency' in value || 'rules' in value || 'shadow' in value)
   );
 }
 
 function parsePlan(value: unknown, path: string): RuleOptions[] {
   if (!isPlanObject(value)) return parseRuleList(value, path);
-  const fields = objectAt(value, path, ['rules', 'concurrency']);
+  const fields = objectAt(value, path, ['rules', 'concurrency', 'shadow']);
   const rules = fields.rules === undefined ? [] : parseRuleList(fields.rules, join(path, 'rules'));
   if (fields.concurrency !== undefined)
     rules.push(concurrencyRule(fields.concurrency, join(path, 'concurrency')));
   if (rules.length === 0) fail(path, 'give rules or concurrency');
-  core(() => resolveRules(rules, path));
-  return rules;
+  // A shadow plan's own rules are evaluated and counted, never enforced (a roll-out of the plan).
+  const shadow = fields.shadow === undefined ? false : booleanAt(fields.shadow, join(path, 'shadow'));
+  const planRules = shadow ? rules.map((rule) => ({ ...rule, shadow: true })) : rules;
+  core(() => resolveRules(planRules, path));
+  return planRules;
 }
 
 function parsePlanRules(raw: Fields, labels: Labels): Map<string, RuleOptions[]> {

@@ -46,6 +46,8 @@ export interface GatewayConfig {
   /** Every rule a shadow rule: evaluated and counted, never denying (`--shadow`). */
   readonly shadow: boolean;
   readonly headers: HeaderStyle | false | readonly HeaderStyle[];
+  /** Status of a denial while the key is blocked (a rule's `block`, or a block override). */
+  readonly blockedStatus: 403 | 429;
   readonly trustProxy: boolean | number | string;
   /**
    * The header API keys are read from: the tier header when `tiers.keys` lists keys (only those
@@ -90,6 +92,7 @@ const TOP_FIELDS = [
   'onStoreError',
   'shadow',
   'headers',
+  'blockedStatus',
   'trustProxy',
   'apiKeyHeader',
   'rules',
@@ -191,6 +194,7 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
         : oneOf(raw.onStoreError, at('onStoreError'), ['open', 'closed']),
     shadow: raw.shadow === undefined ? false : booleanAt(raw.shadow, at('shadow')),
     headers: parseHeaders(raw.headers, at('headers')),
+    blockedStatus: parseBlockedStatus(raw.blockedStatus, at('blockedStatus')),
     trustProxy: parseTrustProxy(raw.trustProxy, at('trustProxy')),
     apiKeyHeader: parseApiKeyHeader(raw.apiKeyHeader, at('apiKeyHeader'), tiers),
     admin:
@@ -262,6 +266,12 @@ function parseHeaders(value: unknown, path: string): GatewayConfig['headers'] {
     );
   }
   return Array.isArray(value) ? styles : (styles[0] as HeaderStyle);
+}
+
+function parseBlockedStatus(value: unknown, path: string): GatewayConfig['blockedStatus'] {
+  if (value === undefined) return 429;
+  if (value !== 403 && value !== 429) return fail(path, `${JSON.stringify(value)} must be 403 or 429`);
+  return value;
 }
 
 function parseTrustProxy(value: unknown, path: string): boolean | number | string {

@@ -150,6 +150,7 @@ function adapterOptionsFor(parts: GatewayParts): FloodgateOptions {
   return {
     global: false,
     headers: config.headers,
+    blockedStatus: config.blockedStatus,
     ...keyOption(config),
     ...(parts.apiKeySecret !== undefined ? { apiKeySecret: parts.apiKeySecret } : {}),
     ...(planOf !== undefined ? { plan: (request: FastifyRequest) => planOf(request.raw) } : {}),

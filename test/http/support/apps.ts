@@ -38,13 +38,16 @@ export interface AppSpec {
    * keys it knows (`apiKeyOrAddress`). Default: the client address only.
    */
   apiKeys?: 'any' | ((key: string) => boolean | Promise<boolean>);
+  /** The adapter's `blockedStatus` (default: the adapter's own, 429). */
+  blockedStatus?: 403 | 429;
 }
 
-/** The adapter options of `spec.apiKeys`. */
-export function keyOptions(spec: AppSpec) {
-  if (spec.apiKeys === undefined) return {};
-  if (spec.apiKeys === 'any') return { apiKeyHeader: 'x-api-key' };
-  return { key: apiKeyOrAddress({ header: 'X-Api-Key', known: spec.apiKeys }) };
+/** The adapter options of `spec.apiKeys` and `spec.blockedStatus`. */
+export function sharedOptions(spec: AppSpec) {
+  const status = spec.blockedStatus === undefined ? {} : { blockedStatus: spec.blockedStatus };
+  if (spec.apiKeys === undefined) return status;
+  if (spec.apiKeys === 'any') return { ...status, apiKeyHeader: 'x-api-key' };
+  return { ...status, key: apiKeyOrAddress({ header: 'X-Api-Key', known: spec.apiKeys }) };
 }
 
 export interface App {
@@ -94,7 +97,7 @@ export const startExpress: StartApp = async (spec) => {
   app.use(
     rateLimit({
       limiter: spec.limiter,
-      ...keyOptions(spec),
+      ...sharedOptions(spec),
       ...(spec.headers === undefined ? {} : { headers: spec.headers }),
       ...(spec.costHeader ? { cost: (req) => costFrom(req.headers['x-cost']) } : {}),
       skip: (req) => skipHealth(req.path),
@@ -112,7 +115,7 @@ export const startFastify: StartApp = async (spec) => {
   const app = Fastify({ trustProxy: spec.trustLoopbackProxy ? '127.0.0.1' : false });
   await app.register(floodgate, {
     limiter: spec.limiter,
-    ...keyOptions(spec),
+    ...sharedOptions(spec),
     ...(spec.headers === undefined ? {} : { headers: spec.headers }),
     ...(spec.costHeader ? { cost: (request) => costFrom(request.headers['x-cost']) } : {}),
     skip: (request) => skipHealth(request.url),
@@ -138,7 +141,7 @@ function pathOf(url: string | undefined): string {
 export const startNode: StartApp = async (spec) => {
   const guard = createHttpGuard({
     limiter: spec.limiter,
-    ...keyOptions(spec),
+    ...sharedOptions(spec),
     ...(spec.headers === undefined ? {} : { headers: spec.headers }),
     ...(spec.costHeader ? { cost: (req) => costFrom(req.headers['x-cost']) } : {}),
     skip: (req) => skipHealth(pathOf(req.url)),
@@ -180,7 +183,7 @@ export async function writeResponse(response: Response, res: ServerResponse): Pr
 export const startFetch: StartApp = async (spec) => {
   const guard = createFetchGuard({
     limiter: spec.limiter,
-    ...keyOptions(spec),
+    ...sharedOptions(spec),
     ...(spec.headers === undefined ? {} : { headers: spec.headers }),
     ...(spec.costHeader ? { cost: (request) => costFrom(request.headers.get('x-cost')) } : {}),
     skip: (request) => skipHealth(new URL(request.url).pathname),
@@ -205,7 +208,7 @@ export const startHono: StartApp = async (spec) => {
   app.use(
     honoRateLimit({
       limiter: spec.limiter,
-      ...keyOptions(spec),
+      ...sharedOptions(spec),
       ...(spec.headers === undefined ? {} : { headers: spec.headers }),
       ...(spec.costHeader ? { cost: (c) => costFrom(c.req.header('x-cost')) } : {}),
       skip: (c) => skipHealth(c.req.path),
@@ -226,7 +229,7 @@ function koaStarter(Application: typeof Koa): StartApp {
     app.use(
       koaRateLimit({
         limiter: spec.limiter,
-        ...keyOptions(spec),
+        ...sharedOptions(spec),
         ...(spec.headers === undefined ? {} : { headers: spec.headers }),
         ...(spec.costHeader ? { cost: (ctx) => costFrom(ctx.headers['x-cost']) } : {}),
         skip: (ctx) => skipHealth(ctx.path),

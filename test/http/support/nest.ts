@@ -20,7 +20,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import express from 'express';
 import { FloodgateGuard, type FloodgateRequest } from '../../../src/http/nestjs.js';
-import { type App, type AppSpec, keyOptions, type StartApp } from './apps.js';
+import { type App, type AppSpec, type StartApp, sharedOptions } from './apps.js';
 
 export type NestPlatform = 'express' | 'fastify';
 
@@ -83,7 +83,7 @@ export function nestStarter(platform: NestPlatform): StartApp {
       app.useGlobalGuards(
         new FloodgateGuard({
           limiter: spec.limiter,
-          ...keyOptions(spec),
+          ...sharedOptions(spec),
           ...(spec.headers === undefined ? {} : { headers: spec.headers }),
           ...(spec.costHeader ? { cost: (req) => costFrom(req.headers['x-cost']) } : {}),
           skip: (req) => new URL((req as { url?: string }).url ?? '/', 'http://x').pathname === '/health',

@@ -220,6 +220,57 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
       expect(decisions.map((d) => d.shadowDenied)).toEqual([[], ['trial'], ['trial']]);
     });
 
+    it('blockedStatus: 403 answers a blocked key with 403 problem+json and Retry-After = block end; other denials stay 429', async () => {
+      const decisions: Decision[] = [];
+      const login: RuleOptions = { ...minute(1), name: 'login', block: '10m' };
+      const app = await serve([login, { ...minute(5), name: 'wide' }], {
+        blockedStatus: 403,
+        onDecision: (d) => decisions.push(d),
+      });
+      expect((await fetch(app.url)).status).toBe(200);
+      const blocked = await fetch(app.url);
+      expect(blocked.status).toBe(403);
+      expect(header(blocked, 'content-type')).toMatch(/^application\/problem\+json/);
+      expect(header(blocked, 'cache-control')).toBe('no-store');
+      expect(retryAfter(blocked)).toBe(600);
+      expect(await blocked.json()).toEqual({
+        type: QUOTA_EXCEEDED_TYPE,
+        title: 'Forbidden',
+        status: 403,
+        detail: "This client is blocked by policy 'login'; retry in 600 seconds.",
+        'violated-policies': ['login'],
+        'retry-after': 600,
+      });
+      // Held by the block, whatever the window says.
+      const held = await fetch(app.url);
+      expect(held.status).toBe(403);
+      await held.arrayBuffer();
+      expect(decisions.map((d) => [d.allowed, d.rule, d.blocked ?? false])).toEqual([
+        [true, 'login', false],
+        [false, 'login', true],
+        [false, 'login', true],
+      ]);
+      // A rule without a block denies with 429 under the same option.
+      const plain = await serve(minute(1), { blockedStatus: 403 });
+      expect((await fetch(plain.url)).status).toBe(200);
+      const limited = await fetch(plain.url);
+      expect(limited.status).toBe(429);
+      expect(await limited.json()).toMatchObject({ title: 'Too Many Requests', status: 429 });
+    });
+
+    it('answers a blocked key with 429 by default, the body saying it is blocked', async () => {
+      const app = await serve({ ...minute(1), name: 'login', block: '10m' });
+      expect((await fetch(app.url)).status).toBe(200);
+      const blocked = await fetch(app.url);
+      expect(blocked.status).toBe(429);
+      expect(retryAfter(blocked)).toBe(600);
+      expect(await blocked.json()).toMatchObject({
+        title: 'Too Many Requests',
+        status: 429,
+        detail: "This client is blocked by policy 'login'; retry in 600 seconds.",
+      });
+    });
+
     it('calls onDecision for every decision and onLimited instead of the default 429', async () => {
       const decisions: Decision[] = [];
       const app = await serve(minute(1), { customLimited: true, onDecision: (d) => decisions.push(d) });
