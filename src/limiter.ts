@@ -28,7 +28,7 @@ import { createLifecycle } from './lifecycle.js';
 import { checkOptions } from './options.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
 import { createStoreCaller, type StoreErrorPolicy } from './resilience/store-caller.js';
-import { booleanOption, positiveInteger, type RuleOptions } from './rules.js';
+import { booleanOption, positiveInteger, type RuleCounts, type RuleOptions } from './rules.js';
 import { memoryStore } from './stores/memory/store.js';
 import type { Store, StoreWarning } from './stores/types.js';
 
@@ -89,6 +89,8 @@ export interface RuleInfo {
   readonly windowMs: number;
   /** `burst` for token-bucket and gcra, otherwise `limit`. */
   readonly capacity: number;
+  /** What a check takes from it: `'requests'` 1, `'cost'` the check's cost (see `RuleOptions.counts`). */
+  readonly counts: RuleCounts;
 }
 
 /** Events a limiter emits, for logs and metrics. */
@@ -431,5 +433,6 @@ function describeRule(rule: ResolvedRule): RuleInfo {
     limit: rule.limit,
     windowMs: rule.windowMs,
     capacity: rule.capacity,
+    counts: rule.counts,
   });
 }

@@ -48,7 +48,17 @@ export interface RuleOptions {
    * Defaults: `factor` 1, `max` the duration (one day when `factor` > 1), `forgetAfter` `max`.
    */
   block?: Duration | BlockOptions;
+  /**
+   * What a check takes from this rule: `'cost'` (default) takes the check's `cost`; `'requests'`
+   * takes 1 whatever the cost, so one check can count requests and tokens at once (RPM + TPM).
+   * Settling changes only `'cost'` rules. A `'concurrency'` rule counting requests holds one
+   * slot per request.
+   */
+  counts?: RuleCounts;
 }
+
+/** What a rule counts (see `RuleOptions.counts`). */
+export type RuleCounts = 'requests' | 'cost';
 
 /** A rule's escalating block (see `RuleOptions.block`). */
 export interface BlockOptions {
@@ -75,7 +85,17 @@ export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
  */
 export const MAX_RULES = 1000;
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'lease', 'shadow', 'block']);
+const RULE_KEYS = new Set([
+  'name',
+  'algorithm',
+  'limit',
+  'window',
+  'burst',
+  'lease',
+  'shadow',
+  'block',
+  'counts',
+]);
 const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
 /** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
 const MAX_BLOCK_MS = 366 * 86_400_000;
@@ -154,7 +174,31 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
   }
   const shadow = shadowAll || booleanOption(rule.shadow, `${option}.shadow`);
   const block = rule.block === undefined ? undefined : resolveBlock(rule.block, `${option}.block`);
-  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}`, shadow, block };
+  const counts = countsOf(rule.counts, `${option}.counts`);
+  return {
+    name,
+    algorithm,
+    limit,
+    windowMs,
+    capacity,
+    keyTail: `:${name}:${algorithm.tag}`,
+    shadow,
+    block,
+    counts,
+  };
+}
+
+function countsOf(value: unknown, option: string): RuleCounts {
+  if (value === undefined) return 'cost';
+  if (value !== 'requests' && value !== 'cost') {
+    throw new RangeError(`${option}: ${describe(value)} must be 'requests' or 'cost'`);
+  }
+  return value;
+}
+
+/** What a check of `cost` takes from `rule`: 1 for a rule that counts requests, else `cost`. */
+export function ruleCost(rule: ResolvedRule, cost: number): number {
+  return rule.counts === 'requests' ? 1 : cost;
 }
 
 function blockDuration(value: unknown, option: string): number {
