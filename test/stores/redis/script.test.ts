@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '8e3716a5adb53ec042e84578a98dc7137199ab02';
+const PINNED_SHA = 'e37ba6aabc97f3944cbb2fe8ec1a0f807daa020c';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
