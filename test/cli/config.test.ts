@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parseRate } from '../../src/cli/args.js';
 import { loadConfig } from '../../src/cli/config/load.js';
 import { parseGatewayConfig, sha256Hex } from '../../src/cli/config/schema.js';
+import { describeConfig } from '../../src/cli/serve/describe.js';
 
 function error(config: unknown): string {
   try {
@@ -65,6 +66,9 @@ describe('gateway config', () => {
       { name: 'tpm', algorithm: 'sliding-window', limit: 90_000, window: 60_000, counts: 'cost' },
       { name: 'inflight', algorithm: 'concurrency', limit: 4, counts: 'requests' },
     ]);
+    expect(describeConfig(config)).toContain(
+      'plan default: rpm: sliding-window 60/1m counts requests; tpm: sliding-window 90000/1m; inflight: concurrency 4 counts requests',
+    );
     expect(error({ rules: [{ limit: '60/1m', counts: 'tokens' }] })).toBe(
       "rules[0].counts: \"tokens\" is not one of 'requests', 'cost'",
     );
