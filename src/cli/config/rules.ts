@@ -89,8 +89,8 @@ function parseRule(
 }
 
 /**
- * A concurrency rule: `{ algorithm: concurrency, limit, lease? }`, or the shorthand `concurrency:
- * N` / `concurrency: { limit, lease }` of a route, plan or the top level (named `concurrency`,
+ * A concurrency rule: `{ algorithm: concurrency, limit, lease?, counts? }`, or the shorthand `concurrency:
+ * N` / `concurrency: { limit, lease, counts }` of a route, plan or the top level (named `concurrency`,
  * after `namePrefix` when there is one).
  */
 export function concurrencyRule(value: unknown, path: string, namePrefix = ''): RuleOptions {
@@ -98,7 +98,7 @@ export function concurrencyRule(value: unknown, path: string, namePrefix = ''): 
     fail(path, `${describe(value)} must be a number of requests in flight, e.g. 5, or { limit, lease }`);
   }
   const fields: Fields =
-    typeof value === 'number' ? { limit: value } : objectAt(value, path, ['limit', 'lease']);
+    typeof value === 'number' ? { limit: value } : objectAt(value, path, ['limit', 'lease', 'counts']);
   return slotRule({ ...fields, name: namePrefix === '' ? 'concurrency' : `${namePrefix}.concurrency` }, path);
 }
 
