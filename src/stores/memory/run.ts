@@ -58,8 +58,9 @@ export function createRun(chains: Chains): Run {
   }
 
   /**
-   * Commits `rule`'s `units` (its share of the check's cost, see ruleCost) to `slot` (found in the chain starting at `first`, or none; `state` is its live
-   * state), the new state lasting `resetAfterMs`. Returns the chain's first slot.
+   * Commits `rule`'s `units` (its share of the check's cost, see ruleCost) to `slot` (found in
+   * the chain starting at `first`, or none; `state` is its live state), the new state lasting
+   * `resetAfterMs`. Returns the chain's first slot.
    */
   function commitRule(
     encoded: string,

@@ -8,11 +8,13 @@
  *       cluster every key of a batch shares one slot. KEYS, per check: the key's override key,
  *       then each rule's keys in rule order, then the block key of each rule with a block.
  *       ARGV: 'b', check count, now (ms, or -1 for the server's TIME), rule-set count, the rule
- *       sets (per rule "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs,requests":
- *       shadow 1 for a rule that never denies, the block fields 0 for a rule without blocks,
- *       requests 1 for a rule that takes 1 per check whatever its cost; joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
- *       peek, set the rule set's number, seen the override the caller knows: '' for none, '*'
- *       to skip the comparison), whatever its rules.
+ *       sets (per rule
+ *       "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs,requests": shadow 1
+ *       for a rule that never denies, the block fields 0 for a rule without blocks, requests 1
+ *       for a rule that takes 1 per check whatever its cost; joined by ';'), then per check one
+ *       argument "mode:cost:set:seen" (mode 'c' check or 'p' peek, set the rule set's number,
+ *       seen the override the caller knows: '' for none, '*' to skip the comparison), whatever
+ *       its rules.
  *       Reply: one flat array for the whole batch (Redis inspects every table it converts, so a
  *       nested array per check would cost it per check), per check in order:
  *       -1 then the key's current override ('' for none) when it is not `seen` (nothing was
