@@ -346,6 +346,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const ticket = tickets.take(decision);
     if (ticket.where === undefined || units === ticket.reserved) return;
     const { head: keyHeadValue, rules, reserved, where } = ticket;
+    // Rules that count requests took 1 whatever the cost: with no other, there is nothing to settle.
+    if (!rules.some((rule) => rule.counts === 'cost')) return;
     const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokensOf(ticket));
     // A refund can make room for a request a cached denial would turn away.
     if (applied && units < reserved) forgetDenials(keyHeadValue);

@@ -225,6 +225,13 @@ describe('the deny cache with rules that count requests', () => {
       used: 0,
       seen: ['rpm:false', 'rpm:false', 'rpm:false'],
     });
+    // Settling changes only rules that count cost: with none, no store call at all.
+    const admitted = await limiter.check('other', { cost: 50 });
+    const settle = async () => {
+      await limiter.settle(admitted, 5);
+      return [admitted];
+    };
+    expect(await calls(settle)).toEqual({ used: 0, seen: ['rpm:true'] });
   });
 
   it('a cost over a request rule limit is cached when the cost rules could take it later', async () => {
