@@ -20,8 +20,9 @@ export interface RuleOptions {
   /** `'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra' | 'concurrency'`. */
   algorithm: AlgorithmName;
   /**
-   * Units (requests, or cost units) admitted per window: a positive integer. For `'concurrency'`:
-   * the most slots held at once (a check takes `cost` slots, 1 by default).
+   * Units (requests, or cost units; see `counts`) admitted per window: a positive integer. For
+   * `'concurrency'`: the most slots held at once (a check takes `cost` slots, 1 by default, or 1
+   * whatever the cost with `counts: 'requests'`).
    */
   limit: number;
   /**
