@@ -61,8 +61,9 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     const decision = await guard.check(req);
     if (decision === undefined) return next();
     req.rateLimit = moreRestrictive(req.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(res))) {
-      trackUntilClosed(guard, req, decision, res, res);
+    const headers = nodeHeaderTarget(res);
+    if (guard.respond(decision, headers)) {
+      trackUntilClosed(guard, req, decision, { raw: res, res, headers });
       return next();
     }
     if (onLimited !== undefined) return onLimited(req, res, decision);

@@ -124,8 +124,9 @@ async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, 
   const decision = await guard.check(request);
   if (decision === undefined) return;
   request.rateLimit = moreRestrictive(request.rateLimit, decision);
-  if (guard.respond(decision, replyTarget(reply))) {
-    trackUntilClosed(guard, request, decision, reply.raw, reply);
+  const headers = replyTarget(reply);
+  if (guard.respond(decision, headers)) {
+    trackUntilClosed(guard, request, decision, { raw: reply.raw, res: reply, headers });
     return;
   }
   if (onLimited !== undefined) await onLimited(request, reply, decision);

@@ -124,21 +124,28 @@ export function moreRestrictive(earlier: Decision | undefined, later: Decision):
 export interface NodeResponse {
   readonly statusCode: number;
   readonly writableFinished: boolean;
-  getHeader(name: string): number | string | readonly string[] | undefined;
   addTrailers(headers: Record<string, string> | readonly [string, string][]): void;
   once(event: 'close', listener: () => void): unknown;
 }
 
+/** A response of the Node family: the `ServerResponse`, the framework's object over it, and its headers. */
+export interface NodeEnding<Res> {
+  readonly raw: NodeResponse;
+  /** What the options' callbacks receive. */
+  readonly res: Res;
+  /** The framework's view of the headers (Fastify keeps a reply's own until it writes the head). */
+  readonly headers: HeaderTarget;
+}
+
 /**
  * Tracks an allowed decision until a Node response emits 'close', which follows a finished
- * response, a cut one and a failed one alike; `res` is what the options' callbacks receive.
+ * response, a cut one and a failed one alike.
  */
 export function trackUntilClosed<Req, Res>(
   guard: Guard<Req, Res>,
   req: Req,
   decision: Decision,
-  raw: NodeResponse,
-  res: Res,
+  { raw, res, headers }: NodeEnding<Res>,
 ): void {
   const done = guard.track(req, decision);
   if (done === undefined) return;
@@ -156,7 +163,7 @@ export function trackUntilClosed<Req, Res>(
   }
   raw.once('close', () => {
     if (!raw.writableFinished) return done(undefined);
-    done({ res, status: raw.statusCode, field: (name) => trailer ?? headerText(raw.getHeader(name)) });
+    done({ res, status: raw.statusCode, field: (name) => trailer ?? headers.get(name) });
   });
 }
 

@@ -61,8 +61,9 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     const decision = await guard.check(ctx);
     if (decision === undefined) return next();
     ctx.state.rateLimit = moreRestrictive(ctx.state.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(ctx.res))) {
-      trackUntilClosed(guard, ctx, decision, ctx.res, ctx.response);
+    const headers = nodeHeaderTarget(ctx.res);
+    if (guard.respond(decision, headers)) {
+      trackUntilClosed(guard, ctx, decision, { raw: ctx.res, res: ctx.response, headers });
       return next();
     }
     if (onLimited !== undefined) return onLimited(ctx, decision);

@@ -154,7 +154,7 @@ export class FloodgateGuard implements CanActivate {
     if (decision === undefined) return;
     req.rateLimit = moreRestrictive(req.rateLimit, decision);
     if (checker.guard.respond(decision, headers)) {
-      trackUntilClosed(checker.guard, req, decision, ending.raw, ending.response);
+      trackUntilClosed(checker.guard, req, decision, { raw: ending.raw, res: ending.response, headers });
       return;
     }
     if (checker.onLimited !== undefined) throw checker.onLimited(context, decision);

@@ -74,8 +74,9 @@ export function createHttpGuard(options: HttpGuardOptions): HttpGuard {
     if (decision === undefined) return true;
     const checked = req as RateLimitedRequest;
     checked.rateLimit = moreRestrictive(checked.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(res))) {
-      trackUntilClosed(guard, req, decision, res, res);
+    const headers = nodeHeaderTarget(res);
+    if (guard.respond(decision, headers)) {
+      trackUntilClosed(guard, req, decision, { raw: res, res, headers });
       return true;
     }
     if (onLimited !== undefined) {
