@@ -108,7 +108,7 @@ describe('gateway config', () => {
     expect(JSON.stringify([...(config.tiers?.keys ?? [])])).not.toContain('sk_live');
   });
 
-  it('reads a route\'s count and settle header, and names them in errors', () => {
+  it("reads a route's count and settle header, and names them in errors", () => {
     const config = parseGatewayConfig({
       routes: [
         { path: '/login', limit: '5/1m', count: 'failed' },
