@@ -348,6 +348,28 @@ describe('settle as a function, and Fastify hooks', () => {
     expect(await get(app, '/')).toEqual({ status: 200, remaining: 3 });
   });
 
+  it('requestWasSuccessful (async, given the framework response) decides instead of the status', async () => {
+    const { limiter, settled } = watchedLimiter(minute(2));
+    const server = express();
+    server.use(
+      rateLimit({
+        limiter,
+        skipFailedRequests: true,
+        // A 404 is an answer, not a failure, for this API.
+        requestWasSuccessful: async (_req, res) => res.statusCode === 404 || res.statusCode < 400,
+      }),
+    );
+    server.get('/missing', (_req, res) => void res.status(404).send('no such thing'));
+    server.get('/down', (_req, res) => void res.status(503).send('down'));
+    app = await listen(createServer(server));
+    expect(await get(app, '/missing')).toEqual({ status: 404, remaining: 1 });
+    expect(await get(app, '/down')).toEqual({ status: 503, remaining: 0 });
+    await settled(1);
+    // The 404 kept its unit, the 503 gave its back.
+    expect(await get(app, '/missing')).toEqual({ status: 404, remaining: 0 });
+    expect((await get(app, '/missing')).status).toBe(429);
+  });
+
   it("hook: 'preHandler' keys requests by the user an auth hook put on the request", async () => {
     const { limiter } = watchedLimiter(minute(1));
     const server = Fastify();
