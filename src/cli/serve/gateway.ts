@@ -200,7 +200,9 @@ async function registerRoutes(
     for (const route of withCatchAll(parts.config)) {
       const limiter = route.skip ? undefined : limiters.get(route.rules);
       const rateLimit: FloodgateRouteOptions | false =
-        limiter === undefined ? false : { limiter, ...(route.cost !== 1 ? { cost: route.cost } : {}) };
+        limiter === undefined
+          ? false
+          : { limiter, ...(route.cost !== 1 ? { cost: route.cost } : {}), ...countingOptions(route) };
       const requestRules = new Set(
         (limiter?.rules ?? []).filter((rule) => rule.counts === 'requests').map((rule) => rule.name),
       );
@@ -219,6 +221,18 @@ async function registerRoutes(
       }
     }
   });
+}
+
+/**
+ * A route's `count` and `settle` as adapter options: an upstream failure answers 502, 503 or
+ * 504 (failed), or cuts the response (the adapter counts a cut response as failed).
+ */
+function countingOptions(route: RouteSpec): FloodgateRouteOptions {
+  return {
+    ...(route.count === 'failed' ? { skipSuccessfulRequests: true } : {}),
+    ...(route.count === 'successful' ? { skipFailedRequests: true } : {}),
+    ...(route.settle !== undefined ? { settle: route.settle.header } : {}),
+  };
 }
 
 /** The generation's handle: hands requests to the app and counts them in flight, for drain(). */
@@ -282,6 +296,8 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
       path: CATCH_ALL,
       caseSensitive: false,
       cost: 1,
+      count: 'all',
+      settle: undefined,
       skip: false,
       rules: config.plans,
     },
