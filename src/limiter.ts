@@ -9,6 +9,7 @@ import { createChecks } from './core/check.js';
 import type { Decision } from './core/decision.js';
 import { createDenyCache, type DenyCache } from './core/deny-cache.js';
 import { resolvePrefix } from './core/key-encoding.js';
+import { createLeases } from './core/leases.js';
 import {
   createOverrideAdmin,
   createOverrideCache,
@@ -254,6 +255,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   );
 
   const slots = createSlots(tickets, caller, clock);
+  // The memory store is one process's own: a slice of it would gain nothing, so it never leases.
+  const leases = plans.sets.some((set) => set.leased)
+    ? createLeases(store, timeoutMs, (cause) => emitter.emit('storeError', cause))
+    : undefined;
   const checks = createChecks({
     prefix,
     plans,
@@ -266,6 +271,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     clock,
     fallbackStore: typeof policy === 'object',
     invalidOverride: (info) => emitter.emit('invalidOverride', info),
+    leases,
   });
   const { head, forgetDenials } = checks;
   const lifecycle = createLifecycle();
@@ -325,7 +331,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     close: async function close() {
       await lifecycle.close();
-      await slots.releaseAll();
+      await Promise.all([slots.releaseAll(), leases?.close()]);
     },
     on(event, listener) {
       emitter.on(event, listener);
@@ -352,6 +358,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function resetKey(key: string): Promise<void> {
     const keyHeadValue = head(key);
     forgetDenials(keyHeadValue);
+    leases?.forget(keyHeadValue);
     const rules = checks.storedRules(keyHeadValue);
     await store.reset(keyHeadValue, rules);
     if (typeof policy === 'object') await policy.reset(keyHeadValue, rules);
@@ -360,6 +367,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function storeOverride(key: string, override: Override, overrideOptions?: OverrideOptions) {
     const keyHeadValue = head(key);
     await admin.set(key, override, overrideOptions);
+    leases?.giveBack(keyHeadValue);
     overrides.delete(keyHeadValue);
     forgetDenials(keyHeadValue);
   }
