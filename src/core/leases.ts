@@ -63,6 +63,8 @@ interface Entry {
   lastTickChecks: number;
   lastUse: number;
   coolUntil: number;
+  /** When the window of its last slice ends (fixed-window, sliding-window), on the local clock; 0 before one. */
+  windowEnd: number;
   slice: Slice | undefined;
   taking: Promise<unknown> | undefined;
 }
@@ -107,9 +109,36 @@ function lifetimeOf(rules: readonly ResolvedRule[], outcomes: readonly RuleOutco
   return ms;
 }
 
-/** The largest slice a rule set takes: its rules' smallest `quotaLease.max`. */
-function maxOf(set: RuleSet): number {
-  return Math.min(...set.rules.map((rule) => rule.quotaLease?.max ?? 1));
+/** What sizes a rule set's slices: its rules' smallest `quotaLease.max`, and its shortest aligned window. */
+interface Sizing {
+  readonly max: number;
+  /** The shortest fixed-window or sliding-window window, or undefined when it has none. */
+  readonly period: number | undefined;
+}
+
+function sizingOf(set: RuleSet): Sizing {
+  const windows = set.rules
+    .filter((rule) => rule.algorithm.name === 'fixed-window' || rule.algorithm.name === 'sliding-window')
+    .map((rule) => rule.windowMs);
+  return {
+    max: Math.min(...set.rules.map((rule) => rule.quotaLease?.max ?? 1)),
+    period: windows.length === 0 ? undefined : Math.min(...windows),
+  };
+}
+
+/**
+ * How long of the key's local rate a slice asks for: HORIZON_MS, and near the end of an aligned
+ * window an eighth of what is left of it, so slices shrink to `cost` as the window ends and few
+ * units die unused in a process that stops checking then.
+ */
+function horizonOf(entry: Entry, period: number | undefined, at: number): number {
+  if (period === undefined || entry.windowEnd === 0) return HORIZON_MS;
+  // Aligned windows follow one another every `period`: the current one ends at the next of those ends.
+  const end =
+    at < entry.windowEnd
+      ? entry.windowEnd
+      : entry.windowEnd + (Math.floor((at - entry.windowEnd) / period) + 1) * period;
+  return Math.min(HORIZON_MS, (end - at) / 8);
 }
 
 export function createLeases(
@@ -125,7 +154,7 @@ export function createLeases(
   const entries = createLru<Entry>(LEASE_KEYS);
   const holding = new Set<Entry>();
   const returning = new Set<Promise<void>>();
-  const maxima = new WeakMap<RuleSet, number>();
+  const sizings = new WeakMap<RuleSet, Sizing>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let closed = false;
 
@@ -179,6 +208,7 @@ export function createLeases(
         lastTickChecks: 0,
         lastUse: at,
         coolUntil: 0,
+        windowEnd: 0,
         slice: undefined,
         taking: undefined,
       };
@@ -212,12 +242,13 @@ export function createLeases(
     holding.delete(entry);
     const returned = old !== undefined && (sentAt < old.expiresAt || old.returnableLate) ? old.units : 0;
     const rate = Math.max(entry.tickChecks, entry.lastTickChecks) / TICK_MS;
-    let max = maxima.get(entry.set);
-    if (max === undefined) {
-      max = maxOf(entry.set);
-      maxima.set(entry.set, max);
+    let sizing = sizings.get(entry.set);
+    if (sizing === undefined) {
+      sizing = sizingOf(entry.set);
+      sizings.set(entry.set, sizing);
     }
-    const want = Math.max(cost, Math.min(max, Math.ceil(rate * cost * HORIZON_MS)));
+    const horizon = horizonOf(entry, sizing.period, sentAt);
+    const want = Math.max(cost, Math.min(sizing.max, Math.ceil(rate * cost * horizon)));
     const { rules } = entry.set;
     let reply: Leased | OverrideChanged | typeof TIMED_OUT;
     try {
@@ -232,6 +263,8 @@ export function createLeases(
     }
     if ('overrideChanged' in reply) return undefined;
     const { granted, outcomes } = reply;
+    const expiresAt = sentAt + lifetimeOf(rules, outcomes);
+    if (sizing.period !== undefined && granted > 0) entry.windowEnd = expiresAt;
     if (granted > cost && !closed) {
       entry.slice = {
         units: granted - cost,
@@ -239,7 +272,7 @@ export function createLeases(
         outcomes,
         shared: outcomes.map((outcome) => Math.max(0, outcome.remaining - granted)),
         takenAt: sentAt,
-        expiresAt: sentAt + lifetimeOf(rules, outcomes),
+        expiresAt,
         returnableLate: rules.every((rule) => rule.algorithm.name !== 'fixed-window'),
       };
       holding.add(entry);

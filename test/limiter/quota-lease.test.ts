@@ -75,10 +75,7 @@ describe('quotaLease options', () => {
     ],
     [{ ...base, quotaLease: { max: 0 } }, 'rules.quotaLease.max: 0 must be an integer from 1 to 100'],
     [{ ...base, quotaLease: { max: 101 } }, 'rules.quotaLease.max: 101 must be an integer from 1 to 100'],
-    [
-      { ...base, quotaLease: { size: 5 } },
-      'rules.quotaLease.size: unknown option; quotaLease takes max',
-    ],
+    [{ ...base, quotaLease: { size: 5 } }, 'rules.quotaLease.size: unknown option; quotaLease takes max'],
     [{ ...base, quotaLease: 'yes' }, 'rules.quotaLease: expected true or { max }, got "yes"'],
     [
       { ...base, quotaLease: true, block: '1m' },
@@ -94,14 +91,22 @@ describe('quotaLease options', () => {
 
   it('refuses a rule set where only some rules lease', () => {
     expect(() =>
-      createLimiter({ rules: [{ ...base, quotaLease: true }, { ...base, name: 'other' }] }),
+      createLimiter({
+        rules: [
+          { ...base, quotaLease: true },
+          { ...base, name: 'other' },
+        ],
+      }),
     ).toThrow(
       'rules: quotaLease is set on 1 of 2 rules; set it on every rule of a rule set or on none (a check is answered from slices only when all its rules have one)',
     );
   });
 
   it('is ignored by the memory store: one process, one round trip costs nothing', async () => {
-    const limiter = createLimiter({ rules: { ...base, limit: 5, window: HOUR, quotaLease: true }, store: memoryStore() });
+    const limiter = createLimiter({
+      rules: { ...base, limit: 5, window: HOUR, quotaLease: true },
+      store: memoryStore(),
+    });
     expect(await admittedOf(limiter, 'k', 20, 1)).toBe(5);
   });
 });
@@ -140,6 +145,31 @@ describe('quotaLease on Redis', () => {
     expect(remaining).toBe(100_000 - 5000);
   });
 
+  it('never uses a fixed-window slice after the window it was taken in (store clock)', async () => {
+    let now = 7_000_000; // a window start
+    const store = redisStore({ client, clock: () => now });
+    const rule: RuleOptions = {
+      algorithm: 'fixed-window',
+      limit: 100,
+      window: 1000,
+      quotaLease: { max: 50 },
+    };
+    const limiter = createLimiter({
+      rules: rule,
+      store,
+      prefix: `late${prefixes++}`,
+      timeout: SLOW_MACHINE_TIMEOUT,
+    });
+    // 8 checks make the key hot; the 9th takes a slice (9 units: the key's rate over 100 ms).
+    expect(await admittedOf(limiter, 'k', 9, 1)).toBe(9);
+    now += 999;
+    expect((await limiter.check('k')).allowed).toBe(true);
+    // The slice still holds 7 units, which count in the window that just ended.
+    now += 1;
+    expect(await admittedOf(limiter, 'k', 300, 4)).toBe(100);
+    await limiter.close();
+  });
+
   it('gives an idle key its unused units back', async () => {
     const rule: RuleOptions = { algorithm: 'sliding-window', limit: 10_000, window: HOUR, quotaLease: true };
     const prefix = `idle${prefixes++}`;
@@ -171,7 +201,12 @@ describe('quotaLease on Redis', () => {
   });
 
   it("applies another process's override from this process's next take", async () => {
-    const rule: RuleOptions = { algorithm: 'fixed-window', limit: 1000, window: HOUR, quotaLease: { max: 5 } };
+    const rule: RuleOptions = {
+      algorithm: 'fixed-window',
+      limit: 1000,
+      window: HOUR,
+      quotaLease: { max: 5 },
+    };
     const prefix = `override${prefixes++}`;
     const limiter = leasing(rule, prefix);
     await admittedOf(limiter, 'k', 20, 1);
