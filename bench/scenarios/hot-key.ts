@@ -26,7 +26,7 @@ export interface HotKeyRow {
   callsPerDecision: number;
   /** With the reached limit: the most admitted in one window, above the limit (0: never above). */
   overAdmission?: number;
-  /** With the reached limit: mean unused share of the limit over full windows. */
+  /** With the reached limit, when demand exceeded it: mean unused share of the limit over full windows. */
   stranded?: number;
 }
 
@@ -73,6 +73,8 @@ async function oneRun(context: BenchContext, quotaLease: boolean, limit: number)
   // The first and last windows are partly outside the run.
   const full = ordered.slice(1, -1);
   row.overAdmission = Math.max(0, ...ordered.map((count) => count - limit));
+  // Stranded quota means something only where demand exceeded the limit.
+  if (row.decisionsPerSecond * (WINDOW_MS / 1000) <= limit) return row;
   row.stranded =
     full.length === 0 ? 0 : full.reduce((total, count) => total + (limit - count), 0) / full.length / limit;
   return row;
