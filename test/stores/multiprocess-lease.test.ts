@@ -88,8 +88,9 @@ describe(`quotaLease: ${PROCESSES} processes in tight loops on one key, clocks s
     const windows = [...definite.values()];
     expect(windows.length).toBeGreaterThanOrEqual(4);
     for (const admitted of windows) expect(admitted).toBeLessThanOrEqual(limit);
-    // Demand exceeded the limit: some window admitted all of it, answered from slices or not.
-    expect(Math.max(...windows)).toBe(limit);
+    // Demand exceeded the limit (how close each window came to it depends on the machine's load:
+    // the stranded share is tested below, without time in it).
+    expect(results.reduce((total, result) => total + result.denied, 0)).toBeGreaterThan(0);
   });
 
   it('fixed-window: under excess demand all but at most 1% of the limit is admitted (stranded <= 1%)', async () => {
