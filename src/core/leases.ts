@@ -16,7 +16,6 @@
  * slice each; an entry pushed out gives its slice back.
  */
 import { Evaluation } from '../algorithms/types.js';
-import { createDeadlines, TIMED_OUT } from '../resilience/deadline.js';
 import type { Leased, OverrideChanged, RuleOutcome, Store } from '../stores/types.js';
 import { unref } from '../turns.js';
 import { createLru } from './lru.js';
@@ -141,16 +140,18 @@ function horizonOf(entry: Entry, period: number | undefined, at: number): number
   return Math.min(HORIZON_MS, (end - at) / 8);
 }
 
+/** A store call within the limiter's deadline: its value, or undefined once the deadline passed. */
+export type Within = <T>(work: Promise<T>) => Promise<T | undefined>;
+
 export function createLeases(
   store: Store,
-  timeoutMs: number,
+  within: Within,
   failed: (cause: unknown) => void,
 ): Leases | undefined {
   if (store.lease === undefined || store.local === true) return undefined;
   const lease: NonNullable<Store['lease']> = store.lease.bind(store);
   // Lifetimes are durations from the store's replies: measured on a monotonic clock, never Date.now.
   const now = store.clock ?? (() => performance.now());
-  const deadlines = createDeadlines(timeoutMs);
   const entries = createLru<Entry>(LEASE_KEYS);
   const holding = new Set<Entry>();
   const returning = new Set<Promise<void>>();
@@ -250,14 +251,14 @@ export function createLeases(
     const horizon = horizonOf(entry, sizing.period, sentAt);
     const want = Math.max(cost, Math.min(sizing.max, Math.ceil(rate * cost * horizon)));
     const { rules } = entry.set;
-    let reply: Leased | OverrideChanged | typeof TIMED_OUT;
+    let reply: Leased | OverrideChanged | undefined;
     try {
-      reply = await deadlines.within(lease(entry.head, rules, cost, want, returned, old?.tokens ?? [], ''));
+      reply = await within(lease(entry.head, rules, cost, want, returned, old?.tokens ?? [], ''));
     } catch (error) {
-      reply = TIMED_OUT;
+      reply = undefined;
       failed(error);
     }
-    if (reply === TIMED_OUT) {
+    if (reply === undefined) {
       entry.coolUntil = now() + COOL_MS;
       return undefined;
     }
