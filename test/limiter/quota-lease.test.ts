@@ -220,6 +220,39 @@ describe('quotaLease on Redis', () => {
     await limiter.close();
   });
 
+  it('a take that times out (Redis paused) is answered by onStoreError, and loses at most its slice', async () => {
+    const rule: RuleOptions = {
+      algorithm: 'fixed-window',
+      limit: 1000,
+      window: HOUR,
+      quotaLease: { max: 1 },
+    };
+    const prefix = `paused${prefixes++}`;
+    const limiter = createLimiter({
+      rules: rule,
+      store: redisStore({ client: new Redis(server.port, '127.0.0.1') }),
+      prefix,
+      timeout: '50ms',
+      onStoreError: 'open',
+    });
+    const [admitted, degraded, left] = await withinOneWindow(client, HOUR, async (attempt) => {
+      const key = `k${attempt}`;
+      // Hot, with slices of one unit: every check takes one.
+      let admitted = await admittedOf(limiter, key, 20, 1);
+      await client.client('PAUSE', 300, 'ALL');
+      const during = await limiter.check(key);
+      await sleep(400);
+      admitted += await admittedOf(limiter, key, 20, 1);
+      return [admitted, during.degraded, await storeLeft(rule, prefix, key)];
+    });
+    expect(degraded).toBe('timeout');
+    expect(admitted).toBe(40);
+    // The timed-out take and the timed-out check ran once Redis was back: one unit each, not admitted.
+    expect(1000 - admitted - left).toBeGreaterThanOrEqual(0);
+    expect(1000 - admitted - left).toBeLessThanOrEqual(2);
+    await limiter.close();
+  });
+
   it('reset forgets the slices of the key', async () => {
     const rule: RuleOptions = { algorithm: 'fixed-window', limit: 1000, window: HOUR, quotaLease: true };
     const prefix = `reset${prefixes++}`;
