@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '8e3716a5adb53ec042e84578a98dc7137199ab02';
+const PINNED_SHA = '9a743e773dd358ba4552924a00a4c7fe2e1bf248';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
