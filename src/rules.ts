@@ -5,7 +5,7 @@
 import type { BlockParams } from './algorithms/block.js';
 import { DEFAULT_LEASE_MS } from './algorithms/concurrency.js';
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
-import type { ResolvedRule } from './core/types.js';
+import type { QuotaLeaseParams, ResolvedRule } from './core/types.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
 import { checkOptions } from './options.js';
@@ -56,6 +56,19 @@ export interface RuleOptions {
    * slot per request.
    */
   counts?: RuleCounts;
+  /**
+   * Quota leasing for hot keys on a shared store (see docs/leasing.md): a process takes a slice of
+   * the key's quota in one store call and admits the next checks from it locally, never above the
+   * limit. `true`, or `{ max }`: the largest slice in units (default 1000, at most the capacity).
+   * fixed-window, sliding-window, token-bucket and gcra only; every rule of a rule set or none.
+   */
+  quotaLease?: boolean | QuotaLeaseOptions;
+}
+
+/** A rule's quota leasing (see `RuleOptions.quotaLease`). */
+export interface QuotaLeaseOptions {
+  /** The largest slice a process takes at once, in units: an integer from 1 to the rule's capacity. Default 1000 (or the capacity). */
+  max?: number;
 }
 
 /** What a rule counts (see `RuleOptions.counts`). */
@@ -96,7 +109,13 @@ const RULE_KEYS = new Set([
   'shadow',
   'block',
   'counts',
+  'quotaLease',
 ]);
+const QUOTA_LEASE_KEYS = new Set(['max']);
+/** The largest slice when `quotaLease: true`: 1000 units keeps a hot key near one store call per 1000 checks. */
+const DEFAULT_LEASE_MAX = 1000;
+/** The algorithms whose state a slice can be taken from and given back to (see docs/leasing.md). */
+const LEASABLE = new Set<AlgorithmName>(['fixed-window', 'sliding-window', 'token-bucket', 'gcra']);
 const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
 /** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
 const MAX_BLOCK_MS = 366 * 86_400_000;
@@ -176,6 +195,17 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
   const shadow = shadowAll || booleanOption(rule.shadow, `${option}.shadow`);
   const block = rule.block === undefined ? undefined : resolveBlock(rule.block, `${option}.block`);
   const counts = countsOf(rule.counts, `${option}.counts`);
+  const quotaLease = resolveQuotaLease(rule.quotaLease, `${option}.quotaLease`, algorithm.name, capacity);
+  if (quotaLease !== undefined && (shadow || block !== undefined)) {
+    throw new TypeError(
+      `${option}.quotaLease: not allowed with ${shadow ? 'shadow' : 'block'}: slices are admitted locally, where a ${shadow ? 'shadow rule cannot report its would-be denials' : 'block cannot start'}`,
+    );
+  }
+  if (quotaLease !== undefined && counts === 'requests') {
+    throw new TypeError(
+      `${option}.quotaLease: not allowed with counts: 'requests': a slice holds the same units for every rule of its set, so each check must take its cost from each`,
+    );
+  }
   return {
     name,
     algorithm,
@@ -186,6 +216,7 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
     shadow,
     block,
     counts,
+    ...(quotaLease === undefined ? {} : { quotaLease }),
   };
 }
 
@@ -200,6 +231,36 @@ function countsOf(value: unknown, option: string): RuleCounts {
 /** What a check of `cost` takes from `rule`: 1 for a rule that counts requests, else `cost`. */
 export function ruleCost(rule: ResolvedRule, cost: number): number {
   return rule.counts === 'requests' ? 1 : cost;
+}
+
+/** Validates a rule's `quotaLease`: `true`, `false`, or `{ max }`; undefined when off. */
+function resolveQuotaLease(
+  input: unknown,
+  option: string,
+  algorithm: AlgorithmName,
+  capacity: number,
+): QuotaLeaseParams | undefined {
+  if (input === undefined || input === false) return undefined;
+  if (!LEASABLE.has(algorithm)) {
+    throw new TypeError(
+      `${option}: not allowed for '${algorithm}': only 'fixed-window', 'sliding-window', 'token-bucket' and 'gcra' rules can lease quota`,
+    );
+  }
+  if (input === true) return { max: Math.min(DEFAULT_LEASE_MAX, capacity) };
+  checkOptions(input, {
+    owner: option,
+    expected: 'true or { max }',
+    known: QUOTA_LEASE_KEYS,
+    rejectArrays: true,
+    unknown: (name, known) => `${option}.${name}: unknown option; quotaLease takes ${known}`,
+  });
+  const { max } = input as QuotaLeaseOptions;
+  return {
+    max:
+      max === undefined
+        ? Math.min(DEFAULT_LEASE_MAX, capacity)
+        : positiveInteger(max, `${option}.max`, capacity),
+  };
 }
 
 function blockDuration(value: unknown, option: string): number {

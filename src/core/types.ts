@@ -20,6 +20,14 @@ export interface ResolvedRule {
   readonly block: BlockParams | undefined;
   /** What a check takes from it: `'requests'` 1, `'cost'` the check's cost (see ruleCost in rules.ts). */
   readonly counts: 'requests' | 'cost';
+  /** Quota leasing (see core/leases.ts), or absent when the rule has none. */
+  readonly quotaLease?: QuotaLeaseParams;
+}
+
+/** A rule's validated `quotaLease`. */
+export interface QuotaLeaseParams {
+  /** The largest slice, in units. */
+  readonly max: number;
 }
 
 export interface CheckOptions {

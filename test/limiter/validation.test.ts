@@ -237,6 +237,12 @@ const CASES: Case[] = [
   ],
   ['counts 1', ruleWith({ counts: 1 }), RangeError, ['rules.counts', ': 1 ', "'requests' or 'cost'"]],
   [
+    "counts 'requests' with quotaLease",
+    ruleWith({ counts: 'requests', quotaLease: true }),
+    TypeError,
+    ['rules.quotaLease', "not allowed with counts: 'requests'"],
+  ],
+  [
     "plan rule counts 'request'",
     () => createLimiter({ plans: { free: [rule(), rule({ name: 'rpm', counts: 'request' })] } }),
     RangeError,
