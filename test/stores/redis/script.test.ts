@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '9a743e773dd358ba4552924a00a4c7fe2e1bf248';
+const PINNED_SHA = 'e1cef2274e18a1f9f8a9d79d20246a6f62732907';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
