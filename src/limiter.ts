@@ -132,6 +132,14 @@ export interface Limiter {
    */
   settle(decision: Decision, actualCost: number): Promise<void>;
   /**
+   * Gives back everything an allowed `check` took from its rules, those that count requests
+   * included, as if it had never been made: for a request that should not count at all (what
+   * the HTTP adapters' `skipFailedRequests` and `skipSuccessfulRequests` do). Concurrency slots
+   * are given back by `release`. The same rules as `settle` otherwise: a denied decision is a
+   * no-op, a decision can be settled or refunded once.
+   */
+  refund(decision: Decision): Promise<void>;
+  /**
    * Gives back the concurrency slots an allowed `check` took, on every concurrency rule at once.
    * Idempotent: a second release frees nothing; safe after the lease ran out; a no-op for a
    * decision that took no slot (denied, fail-open, or no concurrency rule). A store failure is
@@ -312,7 +320,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return evaluate('peek', key, options, false);
     },
     settle: function settle(decision, actual) {
-      return lifecycle.run('settle', () => settleDecision(decision, actual));
+      return lifecycle.run('settle', () => settleDecision(decision, actual, false));
+    },
+    refund: function refund(decision) {
+      return lifecycle.run('refund', () => settleDecision(decision, 0, true));
     },
     release: function release(decision) {
       return lifecycle.run('release', () => slots.release(decision));
@@ -346,18 +357,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
   };
 
-  async function settleDecision(decision: Decision, actual: number): Promise<void> {
+  /** Settles a decision to `actual`; a `refund` (actual 0) gives back the rules that count requests too. */
+  async function settleDecision(decision: Decision, actual: number, refund: boolean): Promise<void> {
     const units = actualCost(actual);
     // A denial reserved nothing.
     if ((decision as Decision | null)?.allowed === false) return;
     const ticket = tickets.take(decision);
-    if (ticket.where === undefined || units === ticket.reserved) return;
+    if (ticket.where === undefined) return;
     const { head: keyHeadValue, rules, reserved, where } = ticket;
-    // Rules that count requests took 1 whatever the cost: with no other, there is nothing to settle.
-    if (!rules.some((rule) => rule.counts === 'cost')) return;
-    const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokensOf(ticket));
+    // Rules that count requests took 1 whatever the cost: a settle leaves them, a refund does not.
+    const counted = refund
+      ? rules.some((rule) => rule.algorithm.slots === undefined)
+      : units !== reserved && rules.some((rule) => rule.counts === 'cost');
+    if (!counted) return;
+    const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokensOf(ticket), refund);
     // A refund can make room for a request a cached denial would turn away.
-    if (applied && units < reserved) forgetDenials(keyHeadValue);
+    if (applied && (refund || units < reserved)) forgetDenials(keyHeadValue);
   }
 
   async function resetKey(key: string): Promise<void> {

@@ -134,14 +134,14 @@ async function conclude<Req, Res>(
 ): Promise<void> {
   // Cut short: counted as failed (as express-rate-limit does); nothing else is known.
   if (end === undefined) {
-    if (outcome.skipFailed) await limiter.settle(decision, 0);
+    if (outcome.skipFailed) await limiter.refund(decision);
     return;
   }
   if (outcome.skipFailed || outcome.skipSuccessful) {
     const succeeded =
       outcome.wasSuccessful === undefined ? end.status < 400 : await outcome.wasSuccessful(req, end.res);
     if (succeeded ? outcome.skipSuccessful : outcome.skipFailed) {
-      await limiter.settle(decision, 0);
+      await limiter.refund(decision);
       return;
     }
   }

@@ -46,6 +46,7 @@ export interface StoreCaller {
     reserved: number,
     actual: number,
     tokens: readonly number[],
+    refund: boolean,
   ): Promise<boolean>;
   /**
    * Releases or renews a request's slots where they were taken, as `settle` goes there. Resolves
@@ -82,8 +83,8 @@ export function createStoreCaller(
       async call(head, rules, cost, consume, overrideSeen) {
         return { reply: await store.evaluate(head, rules, cost, consume, overrideSeen), degraded: false };
       },
-      async settle(_where, head, rules, reserved, actual, tokens) {
-        await store.settle(head, rules, reserved, actual, tokens);
+      async settle(_where, head, rules, reserved, actual, tokens, refund) {
+        await store.settle(head, rules, reserved, actual, tokens, refund);
         return true;
       },
       slots: (_where, head, rules, cost, tokens, action) => slotsOf(store, head, rules, cost, tokens, action),
@@ -196,9 +197,9 @@ export function createStoreCaller(
           : fallback(outcome.reason, head, rules, cost, consume),
       );
     },
-    async settle(where, head, rules, reserved, actual, tokens) {
+    async settle(where, head, rules, reserved, actual, tokens, refund) {
       const settled = await whereReserved(where, head, (target) =>
-        target.settle(head, rules, reserved, actual, tokens).then(() => true),
+        target.settle(head, rules, reserved, actual, tokens, refund).then(() => true),
       );
       return settled === true;
     },

@@ -148,7 +148,8 @@ export interface Store {
   /**
    * Settles an admitted request that reserved `reserved` units and really used `actual`, given
    * the token each rule's outcome carried for it, on every rule atomically; a rule that counts
-   * requests took 1 whatever the cost and is left as it is.
+   * requests took 1 whatever the cost and is left as it is, unless `refund` (with `actual` 0):
+   * then it gives its 1 back too, as if the request had never been checked.
    */
   settle(
     head: string,
@@ -156,6 +157,7 @@ export interface Store {
     reserved: number,
     actual: number,
     tokens: readonly number[],
+    refund?: boolean,
   ): Promise<void>;
   /**
    * Releases (`'release'`) or renews (`'renew'`) the slots an admitted request of `cost` holds on

@@ -25,6 +25,30 @@ const tpm = (limit: number): RuleOptions => ({
   window: MINUTE,
 });
 
+/** A refund gives back a requests rule's 1 too; every number here is the same for each algorithm. */
+function refundOf(algorithm: Exclude<AlgorithmName, 'concurrency'>): SpecCase {
+  return {
+    name: `counts: a refund gives back a ${algorithm} rule's request and the cost rule's units`,
+    rules: [rpm(200, algorithm), tpm(100)],
+    steps: [
+      {
+        at: 0,
+        cost: 60,
+        expect: { ...ok(40, MINUTE), rule: 'tpm' },
+        rules: { rpm: { allowed: true, remaining: 199 } },
+      },
+      { at: 0, op: 'refund', settles: 0 },
+      // Both came back: 90 tokens fit, and rpm took only this request.
+      {
+        at: 0,
+        cost: 90,
+        expect: { ...ok(10, MINUTE), rule: 'tpm' },
+        rules: { rpm: { allowed: true, remaining: 199 } },
+      },
+    ],
+  };
+}
+
 /** A requests rule of `algorithm` beside a cost rule; every number here is the same for each algorithm. */
 function eachAlgorithm(algorithm: Exclude<AlgorithmName, 'concurrency'>): SpecCase {
   return {
@@ -223,4 +247,5 @@ export const COUNTS_CASES: SpecCase[] = [
     ],
   },
   ...(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const).map(eachAlgorithm),
+  ...(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra'] as const).map(refundOf),
 ];

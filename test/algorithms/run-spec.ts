@@ -48,10 +48,11 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
           else expect(await limiter.renew(held), `step ${stepIndex} renew`).toBe(step.renews);
           continue;
         }
-        if (step.op === 'settle') {
+        if (step.op === 'settle' || step.op === 'refund') {
           const settled = decisions[step.settles ?? -1];
           if (settled === undefined) throw new Error(`step ${stepIndex}: settles no earlier decision`);
-          await limiter.settle(settled, step.actual ?? 0);
+          if (step.op === 'refund') await limiter.refund(settled);
+          else await limiter.settle(settled, step.actual ?? 0);
           continue;
         }
         const options = { cost: step.cost ?? 1, ...(step.plan === undefined ? {} : { plan: step.plan }) };

@@ -22,11 +22,12 @@ export interface Step {
   at: number;
   cost?: number;
   /**
-   * `settle` settles the decision of step `settles` at cost `actual`; `reset` resets the key;
+   * `settle` settles the decision of step `settles` at cost `actual`, `refund` refunds it whole;
+   * `reset` resets the key;
    * `release` and `renew` release or renew the slots of step `of`'s decision (`renews`: whether
    * every slot was still held).
    */
-  op?: 'check' | 'peek' | 'settle' | 'reset' | 'release' | 'renew';
+  op?: 'check' | 'peek' | 'settle' | 'refund' | 'reset' | 'release' | 'renew';
   of?: number;
   renews?: boolean;
   /** With plans: the plan to check under (default: the case's defaultPlan). */

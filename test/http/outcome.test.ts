@@ -223,8 +223,8 @@ afterEach(async () => {
   app = undefined;
 });
 
-/** A Redis limiter whose settles can be awaited: `settled(n)` waits until `n` have been applied. */
-function watchedLimiter(rules: RuleOptions) {
+/** A Redis limiter whose settles and refunds can be awaited: `settled(n)` waits until `n` have been applied. */
+function watchedLimiter(rules: RuleOptions | RuleOptions[]) {
   const limiter = createLimiter({
     rules,
     store: redisStore({ client }),
@@ -232,10 +232,17 @@ function watchedLimiter(rules: RuleOptions) {
     timeout: '10s',
   });
   let applied = 0;
-  const settle = limiter.settle;
+  const { settle, refund } = limiter;
   limiter.settle = async function countedSettle(decision, actual) {
     try {
       await settle(decision, actual);
+    } finally {
+      applied++;
+    }
+  };
+  limiter.refund = async function countedRefund(decision) {
+    try {
+      await refund(decision);
     } finally {
       applied++;
     }
@@ -323,6 +330,32 @@ describe.each(ADAPTERS.filter(([name]) => name !== 'fetch'))('%s on Redis, a tra
     await settled(1);
     // 6 taken in all (1 reserved, 5 charged), then 1 more.
     expect(await get(app, '/ok')).toEqual({ status: 200, remaining: 3 });
+  });
+});
+
+describe('a request that does not count is given back whole', () => {
+  it("skipFailedRequests gives back a counts: 'requests' rule's request too, not only the cost (Express, RPM + TPM)", async () => {
+    const { limiter, settled } = watchedLimiter([
+      { name: 'rpm', algorithm: 'fixed-window', counts: 'requests', limit: 2, window: '1m' },
+      { name: 'tpm', algorithm: 'fixed-window', limit: 100, window: '1m' },
+    ]);
+    const app = express();
+    app.use(rateLimit({ limiter, cost: 30, skipFailedRequests: true }));
+    app.get('/ok', (_req, res) => void res.send('ok'));
+    app.get('/throw', () => {
+      throw new Error('handler failed');
+    });
+    const started = await listen(createServer(app));
+    try {
+      for (let i = 1; i <= 3; i++) {
+        expect(await statusOf(started, '/throw')).toBe(500);
+        await settled(i);
+      }
+      // Three failures took nothing: rpm has both requests, tpm all 100 tokens.
+      expect(await get(started, '/ok')).toEqual({ status: 200, remaining: 1 });
+    } finally {
+      await started.close();
+    }
   });
 });
 

@@ -51,7 +51,7 @@ function changeSlots(
 
 /**
  * Applies each rule's settlement (see Algorithm.settle) to its slot under `prefix`; a rule that
- * counts requests took 1 whatever the cost, so it keeps it.
+ * counts requests took 1 whatever the cost, so it keeps it unless the request is refunded.
  */
 export function settleSlots(
   chains: Chains,
@@ -62,12 +62,13 @@ export function settleSlots(
   actual: number,
   tokens: readonly number[],
   now: number,
+  refund: boolean,
 ): void {
-  changeSlots(chains, encoded, prefix, rules, now, (rule, state, at, i) =>
-    rule.counts === 'requests'
-      ? undefined
-      : rule.algorithm.settle(state, at, { token: tokens[i] as number, reserved, actual }, rule),
-  );
+  changeSlots(chains, encoded, prefix, rules, now, (rule, state, at, i) => {
+    const token = tokens[i] as number;
+    if (rule.counts === 'cost') return rule.algorithm.settle(state, at, { token, reserved, actual }, rule);
+    return refund ? rule.algorithm.settle(state, at, { token, reserved: 1, actual: 0 }, rule) : undefined;
+  });
 }
 
 /** Releases or renews a request's concurrency slots (see Algorithm.slots); returns how many were held. */

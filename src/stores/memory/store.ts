@@ -97,9 +97,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
         override.expiresAt === undefined ? Number.POSITIVE_INFINITY : override.expiresAt - now;
       return { outcomes, overrideTtlMs } satisfies Evaluated;
     },
-    async settle(head, rules, reserved, actual, tokens) {
+    async settle(head, rules, reserved, actual, tokens, refund = false) {
       const { prefix, encoded } = splitHead(head);
-      settleSlots(chains, encoded, prefix, rules, reserved, actual, tokens, clock());
+      settleSlots(chains, encoded, prefix, rules, reserved, actual, tokens, clock(), refund);
     },
     async slots(head, rules, _cost, tokens, action) {
       const { prefix, encoded } = splitHead(head);

@@ -58,9 +58,11 @@ export function ruleKeys(
   return keys;
 }
 
-/** One rule's arguments to the settle mode, with the token its check returned. */
-export function settleArgs(rule: ResolvedRule, token: number): string[] {
-  return [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity, token, requestsFlag(rule)].map(
-    String,
-  );
+/**
+ * One rule's arguments to the settle mode, with the token its check returned; `refund` marks a
+ * rule that counts requests 2, so it gives its 1 back too.
+ */
+export function settleArgs(rule: ResolvedRule, token: number, refund = false): string[] {
+  const requests = requestsFlag(rule) * (refund ? 2 : 1);
+  return [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity, token, requests].map(String);
 }

@@ -24,7 +24,8 @@
  * Modes on one user key (every key shares its hash tag, so one slot):
  *   's' settle: KEYS as for a check. ARGV: mode, reserved cost, now, actual cost, rule count,
  *       then per rule: code, limit, windowMs, capacity, the token its check returned, requests (1: the
- *       rule took 1, so a settle leaves it alone and its slots are 1).
+ *       rule took 1, so a settle leaves it alone and its slots are 1; 2: as 1, and the request is
+ *       refunded, so the rule gives its 1 back).
  *   'f' release and 'n' renew a request's concurrency slots: as 's' (the actual cost unused);
  *       replies the number of live slots released or renewed.
  *   'q' take a quota slice (see core/leases.ts): KEYS as for a check (its rules have no blocks).
@@ -376,12 +377,16 @@ local function run(keys, args)
     for i = 1, tonumber(ARGV[5]) do
       local code = tonumber(ARGV[a])
       local L, W, B, token = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-      -- A rule counting requests took 1 whatever the cost: a settle leaves it alone.
-      local requests = ARGV[a + 5] == '1'
+      -- A rule counting requests took 1 whatever the cost: a settle leaves it alone, a refund
+      -- ('2') gives the 1 back.
+      local flag = ARGV[a + 5]
+      local requests = flag ~= '0'
       if slots then
         touched = touched + slots[code](k, L, W, B, token, requests and 1 or reserved)
       elseif not requests then
         SETTLERS[code](k, L, W, B, token, reserved, delta)
+      elseif flag == '2' then
+        SETTLERS[code](k, L, W, B, token, 1, -1)
       end
       k = k + KEY_COUNTS[code]
       a = a + 6

@@ -93,8 +93,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     reserved: number,
     actual: number,
     tokens: readonly number[],
+    refund = false,
   ): Promise<unknown> {
-    const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number));
+    const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number, refund));
     const args = [mode, String(reserved), now(), String(actual), String(rules.length), ...perRule];
     const described = describeRules(rules);
     return run(described.script, ruleKeys(head, described), args);
@@ -131,8 +132,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       }
     },
     lease: redisLease(run, now),
-    async settle(head, rules, reserved, actual, tokens) {
-      await afterCheck('s', head, rules, reserved, actual, tokens);
+    async settle(head, rules, reserved, actual, tokens, refund) {
+      await afterCheck('s', head, rules, reserved, actual, tokens, refund);
     },
     async slots(head, rules, cost, tokens, action) {
       return Number(await afterCheck(action === 'release' ? 'f' : 'n', head, rules, cost, 0, tokens));

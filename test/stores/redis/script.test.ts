@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'e1cef2274e18a1f9f8a9d79d20246a6f62732907';
+const PINNED_SHA = '5b60c0e429c73ec2b4352d42383e38c4cb324303';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;

@@ -125,7 +125,7 @@ async function refund(outcomes: readonly Outcome[]): Promise<Set<Outcome>> {
   const taken = outcomes.filter(
     (outcome) => outcome.decision?.allowed === true && !outcome.decision.degraded && outcome.cost > 0,
   );
-  await Promise.all(taken.map((outcome) => outcome.limiter?.settle(outcome.decision as Decision, 0)));
+  await Promise.all(taken.map((outcome) => outcome.limiter?.refund(outcome.decision as Decision)));
   return new Set(taken);
 }
 
