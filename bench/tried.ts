@@ -17,7 +17,8 @@ export interface Attempt {
 }
 
 const LONE_CHECK = '2026-12-02 04:20 UTC: a lone check on Redis, counted in bytes allocated';
-const MERGES = '2026-12-02 01:45 UTC: what the store-limits, overload, secure-defaults and reshape merges cost';
+const MERGES =
+  '2026-12-02 01:45 UTC: what the store-limits, overload, secure-defaults and reshape merges cost';
 const CONTRACT = '2026-12-02 03:15 UTC: the typed store contract';
 const SCRIPT_WORK = "2026-12-02 06:30 UTC: a lone check's work inside Redis, counted in instructions";
 

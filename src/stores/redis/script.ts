@@ -70,15 +70,20 @@ local function libraryFunctions()
 end
 local floor, ceil, max, min, match, gmatch, format, tonumber, unpack
 -- Integers as exact decimal strings (tostring would switch to exponent notation past 14 digits),
--- remembered for the rest of the call: the checks of a batch share their clock, so window starts,
--- ttls and small counts repeat, and a table lookup costs far less than a string.format.
-local FORMATTED
+-- remembered from call to call like PARSED below (an EVAL starts with an empty table): window
+-- starts and small counts repeat across checks and calls, and a batch's checks share their ttls,
+-- while a string.format costs a lone check more than its script's own arithmetic. Emptied when
+-- full, so ttls that change every millisecond cannot grow the server's Lua memory without bound.
+local FORMATTED, FORMATTED_COUNT, FORMATTED_MAX = {}, 0, 512
 local function fmt(x)
   local text = FORMATTED[x]
   if text == nil then
     text = format('%d', x)
     -- NaN cannot be a table key; no state yields one, but it must not fail the whole batch.
-    if x == x then FORMATTED[x] = text end
+    if x == x then
+      if FORMATTED_COUNT >= FORMATTED_MAX then FORMATTED, FORMATTED_COUNT = {}, 0 end
+      FORMATTED[x], FORMATTED_COUNT = text, FORMATTED_COUNT + 1
+    end
   end
   return text
 end
@@ -262,7 +267,7 @@ local function run(keys, args)
   if not unpack then
     floor, ceil, max, min, match, gmatch, format, tonumber, unpack = libraryFunctions()
   end
-  call, KEYS, ARGV, FORMATTED = redis.call, keys, args, {}
+  call, KEYS, ARGV = redis.call, keys, args
   local mode = ARGV[1]
   if mode == 'r' then return deleteFrom(2) end
   if mode == 'x' then return call('DEL', KEYS[1]) end

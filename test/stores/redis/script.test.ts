@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '8e3716a5adb53ec042e84578a98dc7137199ab02';
+const PINNED_SHA = '3a7f26ed3e215b61842d56ee72b6d24e01d87f8d';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
@@ -188,6 +188,30 @@ describe('as a Redis function', () => {
       side.used += cost;
     }
     expect(await commandCalls(ioredis, 'fcall')).toBeGreaterThanOrEqual(1200);
+  });
+
+  it('remembers formatted numbers across calls, past its bound, deciding as if each were formatted anew', async () => {
+    // A clock 7 ms further on every check: each call writes a ttl of its own, so the library's
+    // table of formatted numbers fills (512) and is emptied many times, across 10 windows whose
+    // starts it compares as strings with the stored ones.
+    let now = 1_700_000_000_000;
+    const limiter = createLimiter({
+      timeout: SLOW_MACHINE_TIMEOUT,
+      store: redisStore({ client: ioredis, clock: () => now }),
+      prefix: 'formatted',
+      rules: { algorithm: 'fixed-window', limit: 100, window: '1s' },
+    });
+    const key = `formatted-${keys++}`;
+    // Admitted checks by window start.
+    const admitted = new Map<number, number>();
+    for (let i = 0; i < 1400; i++) {
+      now += 7;
+      const start = now - (now % 1000);
+      if ((await limiter.check(key)).allowed) admitted.set(start, (admitted.get(start) ?? 0) + 1);
+    }
+    // 142 or 143 checks in each whole 1 s window (the first and last are partial), 100 admitted.
+    const whole = [...admitted.values()].slice(1, -1);
+    expect(whole).toEqual(Array.from({ length: 8 }, () => 100));
   });
 
   it('loads the library once, only when the function is missing', async () => {
