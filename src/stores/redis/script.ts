@@ -178,6 +178,13 @@ local function remember(text, parsed)
   PARSED[text], PARSED_COUNT = parsed, PARSED_COUNT + 1
 end
 
+-- The batch reply, kept from call to call (an EVAL starts with a new one): a table grown entry
+-- by entry is reallocated at every power of two, which costs a lone check more than filling it.
+-- Entries past a call's reply are cleared; a call that failed midway (OUT_CLEAN false) may have
+-- left some anywhere, and so may a reply larger than OUT_MAX, which is not kept: the next call
+-- starts a new table.
+local OUT, OUT_COUNT, OUT_CLEAN, OUT_MAX = {}, 0, true, 4096
+
 local NEVER = -1
 local EVALUATORS, SETTLERS, RELEASERS, RENEWERS = {}, {}, {}, {}
 local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W = {}, {}, {}, {}, {}, {}
@@ -351,7 +358,9 @@ local function run(keys, args)
     ruleSets[s] = set
     a = a + 1
   end
-  local out, n, k = {}, 0, 1
+  local out, last, n, k = OUT, OUT_COUNT, 0, 1
+  if not OUT_CLEAN then out, last = {}, 0 end
+  OUT_CLEAN = false
   for c = 1, tonumber(ARGV[2]) do
     local text = ARGV[a]
     local check = PARSED[text]
@@ -364,6 +373,8 @@ local function run(keys, args)
     a = a + 1
   end
   writeAll()
+  for i = n + 1, last do out[i] = nil end
+  OUT, OUT_COUNT, OUT_CLEAN = out, n, n <= OUT_MAX
   return out
 end
 `;

@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '3a7f26ed3e215b61842d56ee72b6d24e01d87f8d';
+const PINNED_SHA = 'c1a1ae8e7f2cfe04490d202967d6c9469953abc8';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
@@ -212,6 +212,45 @@ describe('as a Redis function', () => {
     // 142 or 143 checks in each whole 1 s window (the first and last are partial), 100 admitted.
     const whole = [...admitted.values()].slice(1, -1);
     expect(whole).toEqual(Array.from({ length: 8 }, () => 100));
+  });
+
+  it('replies exactly each call, whatever the size of the reply before it or a call that failed midway', async () => {
+    // The library keeps its reply table from call to call: no entry of an earlier reply may
+    // show in a later one. Fixed-window checks (7 numbers), a batch, an override mismatch (2).
+    const script = scriptFor([ALGORITHMS['fixed-window'].code, ALGORITHMS['sliding-log'].code]);
+    await ioredis.call('FUNCTION', 'LOAD', 'REPLACE', script.library);
+    const fixed = '1,10,3600000,10,0,0,0,0,0';
+    const log = '5,10,3600000,10,0,0,0,0,0';
+    const head = () => `fg:{out-${keys++}}`;
+    const call = (keysOf: string[], args: string[]) =>
+      ioredis.call('FCALL', script.functionName, keysOf.length, ...keysOf, ...args);
+    const lone = async () => {
+      const h = head();
+      const reply = (await call([`${h}:o`, `${h}:fw`], ['b', '1', '-1', '1', fixed, 'c:1:1:*'])) as number[];
+      return [reply.length, reply[0], reply[1], reply[2]];
+    };
+    expect(await lone()).toEqual([7, 6, 1, 10]);
+    const [a, b, c] = [head(), head(), head()];
+    const batch = (await call(
+      [`${a}:o`, `${a}:fw`, `${b}:o`, `${b}:fw`, `${c}:o`, `${c}:fw`],
+      ['b', '3', '-1', '1', fixed, 'c:1:1:*', 'c:1:1:*', 'c:1:1:*'],
+    )) as unknown[];
+    expect(batch).toHaveLength(21);
+    expect(await lone()).toEqual([7, 6, 1, 10]);
+    const [d, e, f] = [head(), head(), head()];
+    // The third check's log key holds a string: the call fails after two checks filled the reply.
+    await ioredis.set(`${f}:log`, 'not a sorted set');
+    await expect(
+      call(
+        [`${d}:o`, `${d}:fw`, `${e}:o`, `${e}:fw`, `${f}:o`, `${f}:log`, `${f}:log:n`],
+        ['b', '3', '-1', '2', fixed, log, 'c:1:1:*', 'c:1:1:*', 'c:1:2:*'],
+      ),
+    ).rejects.toThrow(/WRONGTYPE/);
+    expect(await lone()).toEqual([7, 6, 1, 10]);
+    const g = head();
+    await ioredis.set(`${g}:o`, '0:pro');
+    expect(await call([`${g}:o`, `${g}:fw`], ['b', '1', '-1', '1', fixed, 'c:1:1:'])).toEqual([-1, 'pro']);
+    expect(await lone()).toEqual([7, 6, 1, 10]);
   });
 
   it('loads the library once, only when the function is missing', async () => {
