@@ -181,7 +181,7 @@ export function resolveOverride(value: string, plans: Plans): KnownOverride {
     }
     return { value, block: false, set, expiresAt: undefined };
   }
-  const set = ruleSet(resolveRules(spec.rules, 'override'), undefined, 'override');
+  const set = ruleSet(resolveRules(spec.rules, 'override', plans.shadow), undefined, 'override');
   return { value, block: false, set, expiresAt: undefined };
 }
 

@@ -30,6 +30,8 @@ export interface Plans {
   select(plan: unknown): RuleSet;
   /** The named plan's rule set, if this limiter has it. */
   get(plan: string): RuleSet | undefined;
+  /** Whether the limiter makes every rule a shadow rule, those of runtime overrides included. */
+  readonly shadow: boolean;
 }
 
 const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -80,6 +82,7 @@ export function resolvePlans(rules: unknown, plans: unknown, defaultPlan: unknow
         return only;
       },
       get: () => undefined,
+      shadow,
     };
   }
   if (typeof plans !== 'object' || plans === null || Array.isArray(plans)) {
@@ -118,6 +121,7 @@ export function resolvePlans(rules: unknown, plans: unknown, defaultPlan: unknow
       return set;
     },
     get: (name) => byName.get(name),
+    shadow,
   };
 }
 

@@ -18,11 +18,11 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Decision } from '../core/decision.js';
 import {
   createGuard,
-  holdUntilClosed,
   moreRestrictive,
   nodeHeader,
   nodeHeaderTarget,
   problemBody,
+  trackUntilClosed,
 } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
@@ -37,7 +37,7 @@ declare module 'express-serve-static-core' {
   }
 }
 
-export interface RateLimitOptions extends HttpOptions<Request> {
+export interface RateLimitOptions extends HttpOptions<Request, Response> {
   /**
    * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
    * `Cache-Control: no-store` are already set; this must send the response.
@@ -50,7 +50,7 @@ export interface RateLimitOptions extends HttpOptions<Request> {
  * @example app.use(rateLimit({ rules: { algorithm: 'gcra', limit: 10, window: '1s' }, headers: 'draft-10' }));
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
-  const resolved = parseHttpOptions<Request>(options, 'rateLimit', ['onLimited']);
+  const resolved = parseHttpOptions<Request, Response>(options, 'rateLimit', ['onLimited']);
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   const guard = createGuard(resolved, {
     header: (req, name) => nodeHeader(req.headers, name),
@@ -61,8 +61,9 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     const decision = await guard.check(req);
     if (decision === undefined) return next();
     req.rateLimit = moreRestrictive(req.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(res))) {
-      holdUntilClosed(guard, decision, res);
+    const headers = nodeHeaderTarget(res);
+    if (guard.respond(decision, headers)) {
+      trackUntilClosed(guard, req, decision, { raw: res, res, headers });
       return next();
     }
     if (onLimited !== undefined) return onLimited(req, res, decision);

@@ -30,11 +30,11 @@ import { describe } from '../describe.js';
 import {
   createGuard,
   type Guard,
-  holdUntilClosed,
   moreRestrictive,
   nodeHeader,
   problemBody,
   replyTarget,
+  trackUntilClosed,
 } from './guard.js';
 import {
   type HttpOptions,
@@ -59,7 +59,16 @@ declare module 'fastify' {
   }
 }
 
-export interface FloodgateRouteOptions extends HttpOptions<FastifyRequest> {
+/** The request hook the limiter runs in. */
+export type FloodgateHook = 'onRequest' | 'preHandler';
+
+export interface FloodgateRouteOptions extends HttpOptions<FastifyRequest, FastifyReply> {
+  /**
+   * `'onRequest'` (default): before anything else runs, the cheapest place to turn a request
+   * away. `'preHandler'`: after the other hooks, e.g. authentication, so `key` and `plan` can
+   * read what they put on the request (`request.user`); the body has been parsed by then.
+   */
+  hook?: FloodgateHook;
   /**
    * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
    * `Cache-Control: no-store` are already set; this must send the response (`reply.send`).
@@ -75,7 +84,8 @@ export interface FloodgateOptions extends FloodgateRouteOptions {
   global?: boolean;
 }
 
-const ROUTE_OPTIONS = ['onLimited'];
+const ROUTE_OPTIONS = ['onLimited', 'hook'];
+const HOOKS: readonly FloodgateHook[] = ['onRequest', 'preHandler'];
 
 /**
  * Routes whose `config.rateLimit` a registration has already applied: when floodgate is
@@ -85,18 +95,28 @@ const ROUTE_OPTIONS = ['onLimited'];
 const claimedRoutes = new WeakSet<object>();
 
 interface RouteGuard {
-  guard: Guard<FastifyRequest>;
+  guard: Guard<FastifyRequest, FastifyReply>;
   onLimited: FloodgateRouteOptions['onLimited'];
+  hook: FloodgateHook;
+}
+
+function parseHook(value: unknown, adapter: string): FloodgateHook {
+  if (value === undefined) return 'onRequest';
+  if (!HOOKS.includes(value as FloodgateHook)) {
+    throw new RangeError(`${adapter} hook: ${describe(value)} must be 'onRequest' or 'preHandler'`);
+  }
+  return value as FloodgateHook;
 }
 
 function buildRouteGuard(options: FloodgateRouteOptions, adapter: string): RouteGuard {
-  const resolved = parseHttpOptions<FastifyRequest>(options, adapter, ROUTE_OPTIONS);
+  const resolved = parseHttpOptions<FastifyRequest, FastifyReply>(options, adapter, ROUTE_OPTIONS);
   return {
     guard: createGuard(resolved, {
       header: (request, name) => nodeHeader(request.headers, name),
       address: (request) => request.ip,
     }),
     onLimited: optionalFunction(options.onLimited, 'onLimited'),
+    hook: parseHook(options.hook, adapter),
   };
 }
 
@@ -104,8 +124,9 @@ async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, 
   const decision = await guard.check(request);
   if (decision === undefined) return;
   request.rateLimit = moreRestrictive(request.rateLimit, decision);
-  if (guard.respond(decision, replyTarget(reply))) {
-    holdUntilClosed(guard, decision, reply.raw);
+  const headers = replyTarget(reply);
+  if (guard.respond(decision, headers)) {
+    trackUntilClosed(guard, request, decision, { raw: reply.raw, res: reply, headers });
     return;
   }
   if (onLimited !== undefined) await onLimited(request, reply, decision);
@@ -131,7 +152,10 @@ async function floodgatePlugin(app: FastifyInstance, options: FloodgateOptions):
     global || shared.limiter !== undefined || shared.rules !== undefined
       ? buildRouteGuard(shared, 'floodgate')
       : undefined;
-  if (appGuard === undefined) parseRequestOptions(shared, 'floodgate', ROUTE_OPTIONS);
+  if (appGuard === undefined) {
+    parseRequestOptions(shared, 'floodgate', ROUTE_OPTIONS);
+    parseHook(shared.hook, 'floodgate');
+  }
   const baseLimiter = appGuard?.guard.limiter;
   const { limiter: _limiter, rules: _rules, store: _store, prefix: _prefix, ...inherited } = shared;
   // One guard per route options object and URL: Fastify's automatic HEAD route shares its GET's.
@@ -171,14 +195,15 @@ async function floodgatePlugin(app: FastifyInstance, options: FloodgateOptions):
     const hook: onRequestHookHandler = function floodgateRouteLimit(request, reply) {
       return limit(guard, request, reply);
     };
-    const existing = route.onRequest;
-    route.onRequest =
+    const existing = route[guard.hook];
+    route[guard.hook] =
       existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook];
   });
 
   if (global && appGuard !== undefined) {
     const guard = appGuard;
-    app.addHook('onRequest', function floodgateLimit(request, reply) {
+    // Both hooks take (request, reply) and may return a promise.
+    app.addHook(guard.hook as 'onRequest', function floodgateLimit(request, reply) {
       if (request.routeOptions.config?.rateLimit === false) return Promise.resolve();
       return limit(guard, request, reply);
     });

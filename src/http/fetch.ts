@@ -20,10 +20,10 @@
  */
 import type { Decision } from '../core/decision.js';
 import { createGuard } from './guard.js';
-import type { Unhold } from './hold.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
+import type { AfterResponse } from './outcome.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
-import { headersTarget, problemResponse, releasedWhenSent, withHeaders, writeHeaders } from './web.js';
+import { headersTarget, problemResponse, trackedUntilSent, withHeaders, writeHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -35,7 +35,8 @@ export interface FetchContext {
   ip?: string | undefined;
 }
 
-export interface FetchGuardOptions extends HttpOptions<Request> {
+/** `res` of `requestWasSuccessful` and `settle` is the `Response` passed to `withHeaders`. */
+export interface FetchGuardOptions extends HttpOptions<Request, Response> {
   /** The peer address of a request when the call gives none, e.g. `(req) => req.headers.get('cf-connecting-ip')`. */
   ip?: (request: Request) => string | null | undefined;
   /** Which `X-Forwarded-For` hops to believe (see `createHttpGuard`). Default `false`. */
@@ -56,7 +57,8 @@ export interface FetchGuard {
    * `response` with the rate-limit headers of `request`'s decision added (a copy when its
    * headers are immutable, as for a `fetch()` result). With concurrency rules, the request's
    * slots are held until this response's body has been sent or cancelled (or the request is
-   * aborted): pass every response of an allowed request through here.
+   * aborted), and `skipFailedRequests`, `skipSuccessfulRequests` and `settle` act once it has:
+   * pass every response of an allowed request through here.
    */
   withHeaders(request: Request, response: Response): Response;
 }
@@ -66,15 +68,19 @@ export interface FetchGuard {
  * @example const limited = await guard(request, { ip }); if (limited) return limited;
  */
 export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
-  const resolved = parseHttpOptions<Request>(options, 'createFetchGuard', ['ip', 'trustProxy', 'onLimited']);
+  const resolved = parseHttpOptions<Request, Response>(options, 'createFetchGuard', [
+    'ip',
+    'trustProxy',
+    'onLimited',
+  ]);
   const ip = optionalFunction(options.ip, 'ip');
   const trust = parseTrustProxy(options.trustProxy);
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   // The peer of each request being checked, read by `address` below during `check`.
   const peers = new WeakMap<Request, string | undefined>();
   const decisions = new WeakMap<Request, Decision>();
-  // Requests holding concurrency slots, until their response is done.
-  const holds = new WeakMap<Request, Unhold>();
+  // Requests tracked (concurrency slots, settling) until their response is done.
+  const tracked = new WeakMap<Request, AfterResponse<Response>>();
   const guard = createGuard(resolved, {
     header: (request, name) => request.headers.get(name) ?? undefined,
     address: (request) =>
@@ -88,10 +94,10 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     decisions.set(request, decision);
     const headers = new Headers();
     if (guard.respond(decision, headersTarget(headers))) {
-      const unhold = guard.hold(decision);
-      if (unhold !== undefined) {
-        holds.set(request, unhold);
-        request.signal.addEventListener('abort', unhold, { once: true });
+      const done = guard.track(request, decision);
+      if (done !== undefined) {
+        tracked.set(request, done);
+        request.signal.addEventListener('abort', () => done(undefined), { once: true });
       }
       return null;
     }
@@ -106,9 +112,9 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
     withHeaders: function withDecisionHeaders(request: Request, response: Response) {
       const decision = decisions.get(request);
       if (decision === undefined) return response;
-      const unhold = holds.get(request);
-      holds.delete(request);
-      const sent = unhold === undefined ? response : releasedWhenSent(response, unhold);
+      const done = tracked.get(request);
+      tracked.delete(request);
+      const sent = done === undefined ? response : trackedUntilSent(response, done);
       // Merged with what the response carries, e.g. another guard's headers (see headers.ts).
       return writeHeaders(sent, (target) => guard.respond(decision, headersTarget(target)));
     },

@@ -7,9 +7,10 @@ import type { Decision } from '../core/decision.js';
 import type { CheckOptions } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
 import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './headers.js';
-import { slotHolder, type Unhold } from './hold.js';
+import { slotHolder } from './hold.js';
 import { knownKeyResolver } from './known-key.js';
 import type { ResolvedHttpOptions } from './options.js';
+import { type AfterResponse, afterResponse } from './outcome.js';
 import { denialStatus, type QuotaExceededProblem, quotaExceededProblem } from './problem.js';
 import { defaultKey } from './request-keys.js';
 
@@ -21,7 +22,7 @@ export interface RequestAccess<Req> {
   address(req: Req): string | undefined;
 }
 
-export interface Guard<Req> {
+export interface Guard<Req, Res = unknown> {
   readonly limiter: Limiter;
   /** Skip, key, cost, limiter check and `onDecision`; `undefined` when `skip` let the request through. */
   check(req: Req): Promise<Decision | undefined>;
@@ -32,17 +33,24 @@ export interface Guard<Req> {
   respond(decision: Decision, target: HeaderTarget): boolean;
   /**
    * Holds an allowed decision's concurrency slots (renewing their lease) until the returned
-   * function is called: adapters call it when the response finishes, the client aborts, or the
-   * request fails. Undefined when the decision holds no slot.
+   * function is called, which also settles the decision per `skipFailedRequests`,
+   * `skipSuccessfulRequests` and `settle`: adapters call it once the response has ended
+   * (finished, cut short, or failed). Undefined when there is nothing to do then.
    */
-  hold(decision: Decision): Unhold | undefined;
+  track(req: Req, decision: Decision): AfterResponse<Res> | undefined;
+  /** The header (or trailer) `settle` reads, lowercase; adapters that can see trailers watch for it. */
+  readonly settleField: string | undefined;
   /** The problem document of a denial, with its status (`blockedStatus` for a blocked key). */
   problem(decision: Decision): QuotaExceededProblem;
 }
 
 /** Builds the neutral guard of one adapter instance from its resolved options. */
-export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: RequestAccess<Req>): Guard<Req> {
-  const { limiter, key, cost, plan, skip, onDecision, headers, keyPolicy, blockedStatus } = options;
+export function createGuard<Req, Res = unknown>(
+  options: ResolvedHttpOptions<Req, Res>,
+  access: RequestAccess<Req>,
+): Guard<Req, Res> {
+  const { limiter, key, cost, plan, skip, onDecision, headers, keyPolicy, blockedStatus, outcome } = options;
+  const hold = slotHolder(limiter);
 
   const known = knownKeyResolver(key);
 
@@ -97,7 +105,8 @@ export function createGuard<Req>(options: ResolvedHttpOptions<Req>, access: Requ
       writeDenialHeaders(target, decision);
       return false;
     },
-    hold: slotHolder(limiter),
+    track: (req, decision) => afterResponse(limiter, outcome, req, decision, hold(decision)),
+    settleField: typeof outcome?.settle === 'string' ? outcome.settle : undefined,
     problem: (decision) => quotaExceededProblem(decision, denialStatus(decision, blockedStatus)),
   };
 }
@@ -111,17 +120,56 @@ export function moreRestrictive(earlier: Decision | undefined, later: Decision):
   return earlier.remaining < later.remaining ? earlier : later;
 }
 
+/** What the end of a Node response (`ServerResponse`, as under Express, Fastify, Koa, Nest) shows. */
+export interface NodeResponse {
+  readonly statusCode: number;
+  readonly writableFinished: boolean;
+  addTrailers(headers: Record<string, string> | readonly [string, string][]): void;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+/** A response of the Node family: the `ServerResponse`, the framework's object over it, and its headers. */
+export interface NodeEnding<Res> {
+  readonly raw: NodeResponse;
+  /** What the options' callbacks receive. */
+  readonly res: Res;
+  /** The framework's view of the headers (Fastify keeps a reply's own until it writes the head). */
+  readonly headers: HeaderTarget;
+}
+
 /**
- * Holds an allowed decision's slots until a Node response emits 'close', which follows a
- * finished response, an aborted one and a failed one alike.
+ * Tracks an allowed decision until a Node response emits 'close', which follows a finished
+ * response, a cut one and a failed one alike.
  */
-export function holdUntilClosed<Req>(
-  guard: Guard<Req>,
+export function trackUntilClosed<Req, Res>(
+  guard: Guard<Req, Res>,
+  req: Req,
   decision: Decision,
-  res: { once(event: 'close', listener: () => void): unknown },
+  { raw, res, headers }: NodeEnding<Res>,
 ): void {
-  const unhold = guard.hold(decision);
-  if (unhold !== undefined) res.once('close', unhold);
+  const done = guard.track(req, decision);
+  if (done === undefined) return;
+  const field = guard.settleField;
+  let trailer: string | undefined;
+  if (field !== undefined) {
+    // Node keeps no readable copy of the trailers it sends: note the one settle reads on its way out.
+    const addTrailers = raw.addTrailers;
+    raw.addTrailers = function addTrailersNoted(headers) {
+      for (const [name, value] of Array.isArray(headers) ? headers : Object.entries(headers)) {
+        if (name.toLowerCase() === field) trailer = String(value);
+      }
+      addTrailers.call(raw, headers);
+    };
+  }
+  raw.once('close', () => {
+    if (!raw.writableFinished) return done(undefined);
+    done({ res, status: raw.statusCode, field: (name) => trailer ?? headers.get(name) });
+  });
+}
+
+function headerText(value: number | string | readonly string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return Array.isArray(value) ? value.join(', ') : String(value);
 }
 
 /** The default denial body, serialised (see problem.ts). */
@@ -144,11 +192,7 @@ export function nodeHeaderTarget(res: {
   setHeader(name: string, value: string): unknown;
 }): HeaderTarget {
   return {
-    get(name) {
-      const value = res.getHeader(name);
-      if (value === undefined) return undefined;
-      return Array.isArray(value) ? value.join(', ') : String(value);
-    },
+    get: (name) => headerText(res.getHeader(name)),
     set(name, value) {
       res.setHeader(name, value);
     },

@@ -24,6 +24,9 @@ import { MAX_SF_INTEGER, sfInteger, sfItem, sfList } from './structured.js';
 export type HeaderStyle = 'draft-6' | 'draft-10' | 'legacy';
 export const HEADER_STYLES: readonly HeaderStyle[] = ['draft-6', 'draft-10', 'legacy'];
 
+/** A field name (RFC 9110 token), as options naming a header must give one. */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 /** Where headers go: each adapter wraps its response object in these two calls. */
 export interface HeaderTarget {
   /** The header's current value (several values joined by `, `), or `undefined`. */

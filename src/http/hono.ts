@@ -22,7 +22,7 @@ import type { Decision } from '../core/decision.js';
 import { createGuard, moreRestrictive } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
-import { headersTarget, problemResponse, releasedWhenSent, withHeaders } from './web.js';
+import { headersTarget, problemResponse, trackedUntilSent, withHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -35,7 +35,8 @@ declare module 'hono' {
   }
 }
 
-export interface RateLimitOptions extends HttpOptions<Context> {
+/** `res` of `requestWasSuccessful` and `settle` is the handler's `Response` (`c.res`). */
+export interface RateLimitOptions extends HttpOptions<Context, Response> {
   /**
    * The client's address (before `trustProxy`). Default: the socket peer on `@hono/node-server`.
    * On other runtimes, e.g. `(c) => getConnInfo(c).remote.address` with the runtime's
@@ -74,7 +75,11 @@ const pending = new WeakMap<Request, { headers: Headers; answered: boolean }>();
  * @example app.use('/api/*', rateLimit({ limiter, ip: (c) => c.req.header('cf-connecting-ip') }));
  */
 export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
-  const resolved = parseHttpOptions<Context>(options, 'rateLimit', ['ip', 'trustProxy', 'onLimited']);
+  const resolved = parseHttpOptions<Context, Response>(options, 'rateLimit', [
+    'ip',
+    'trustProxy',
+    'onLimited',
+  ]);
   const ip = optionalFunction(options.ip, 'ip');
   const trust = parseTrustProxy(options.trustProxy);
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
@@ -106,16 +111,16 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
         if (onLimited === undefined) return problemResponse(guard.problem(decision), headers);
         return withHeaders(await onLimited(c, decision), headers, true);
       }
-      // Concurrency slots are held until the response body is sent, or the request aborts or fails.
-      const unhold = guard.hold(decision);
-      if (unhold !== undefined) request.signal.addEventListener('abort', unhold, { once: true });
+      // Tracked (slots held, settling pending) until the response body is sent, or the request aborts or fails.
+      const done = guard.track(c, decision);
+      if (done !== undefined) request.signal.addEventListener('abort', () => done(undefined), { once: true });
       try {
         await next();
       } catch (error) {
-        unhold?.();
+        done?.(undefined);
         throw error;
       }
-      if (unhold !== undefined) c.res = releasedWhenSent(c.res, unhold);
+      if (done !== undefined) c.res = trackedUntilSent(c.res, done);
       if (outermost && !state.answered) c.res = withHeaders(c.res, headers);
     } finally {
       // A Request object handled again (app.request with the same one) starts afresh.

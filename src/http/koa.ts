@@ -13,15 +13,15 @@
  *   ctx.body = { remaining: ctx.state.rateLimit?.remaining };
  * });
  */
-import type { Context, Middleware } from 'koa';
+import type { Context, Response as KoaResponse, Middleware } from 'koa';
 import type { Decision } from '../core/decision.js';
 import {
   createGuard,
-  holdUntilClosed,
   moreRestrictive,
   nodeHeader,
   nodeHeaderTarget,
   problemBody,
+  trackUntilClosed,
 } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
@@ -36,7 +36,8 @@ declare module 'koa' {
   }
 }
 
-export interface RateLimitOptions extends HttpOptions<Context> {
+/** `res` of `requestWasSuccessful` and `settle` is `ctx.response`. */
+export interface RateLimitOptions extends HttpOptions<Context, KoaResponse> {
   /**
    * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
    * `Cache-Control: no-store` are already set; this must set the response (`ctx.status`, `ctx.body`).
@@ -49,7 +50,7 @@ export interface RateLimitOptions extends HttpOptions<Context> {
  * @example router.post('/login', rateLimit({ rules: { name: 'login', algorithm: 'fixed-window', limit: 5, window: '1m' } }), login);
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const resolved = parseHttpOptions<Context>(options, 'rateLimit', ['onLimited']);
+  const resolved = parseHttpOptions<Context, KoaResponse>(options, 'rateLimit', ['onLimited']);
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   const guard = createGuard(resolved, {
     header: (ctx, name) => nodeHeader(ctx.headers, name),
@@ -60,8 +61,9 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     const decision = await guard.check(ctx);
     if (decision === undefined) return next();
     ctx.state.rateLimit = moreRestrictive(ctx.state.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(ctx.res))) {
-      holdUntilClosed(guard, decision, ctx.res);
+    const headers = nodeHeaderTarget(ctx.res);
+    if (guard.respond(decision, headers)) {
+      trackUntilClosed(guard, ctx, decision, { raw: ctx.res, res: ctx.response, headers });
       return next();
     }
     if (onLimited !== undefined) return onLimited(ctx, decision);

@@ -9,11 +9,12 @@ import type { Decision } from '../core/decision.js';
 import {
   createGuard,
   type Guard,
-  holdUntilClosed,
   moreRestrictive,
+  type NodeResponse,
   nodeHeader,
   nodeHeaderTarget,
   replyTarget,
+  trackUntilClosed,
 } from './guard.js';
 import type { HeaderTarget } from './headers.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions, scopedPrefix } from './options.js';
@@ -27,7 +28,11 @@ export interface FloodgateRequest {
   rateLimit?: Decision;
 }
 
-export interface RouteRateLimitOptions extends HttpOptions<FloodgateRequest> {
+/**
+ * `res` of `requestWasSuccessful` and `settle`: the platform's response (Express `Response`,
+ * Fastify `FastifyReply`).
+ */
+export interface RouteRateLimitOptions extends HttpOptions<FloodgateRequest, object> {
   /**
    * The error to throw instead of the default 429 `HttpException` (whose body is the problem
    * document), e.g. an exception an exception filter of yours renders. The rate-limit headers,
@@ -60,7 +65,7 @@ export function SkipRateLimit(): ClassDecorator & MethodDecorator {
 }
 
 interface Checker {
-  guard: Guard<FloodgateRequest>;
+  guard: Guard<FloodgateRequest, object>;
   onLimited: RouteRateLimitOptions['onLimited'];
 }
 
@@ -89,16 +94,14 @@ function responseTarget(response: object): HeaderTarget {
 }
 
 /** The Node response under a platform's response (Fastify's reply wraps it as `raw`), for its 'close'. */
-function nodeResponseOf(response: object): Closing {
-  const reply = response as { raw?: Closing };
-  return reply.raw ?? (response as Closing);
+function nodeResponseOf(response: object): NodeResponse {
+  const reply = response as { raw?: NodeResponse };
+  return reply.raw ?? (response as NodeResponse);
 }
-
-type Closing = Parameters<typeof holdUntilClosed>[2];
 
 function buildChecker(options: RouteRateLimitOptions, adapter: string): Checker {
   return {
-    guard: createGuard(parseHttpOptions<FloodgateRequest>(options, adapter, ['onLimited']), {
+    guard: createGuard(parseHttpOptions<FloodgateRequest, object>(options, adapter, ['onLimited']), {
       header: (req, name) => nodeHeader(req.headers, name),
       address: (req) => req.ip,
     }),
@@ -130,12 +133,12 @@ export class FloodgateGuard implements CanActivate {
     const req = http.getRequest<FloodgateRequest>();
     const response = http.getResponse<object>();
     const headers = responseTarget(response);
-    const closing = nodeResponseOf(response);
-    await this.#limit(this.#own, context, req, headers, closing);
+    const ending = { raw: nodeResponseOf(response), response };
+    await this.#limit(this.#own, context, req, headers, ending);
     const route = metadata<RouteRateLimitOptions>(ROUTE_LIMIT, targets);
     if (route !== undefined && !routeChecked.has(req)) {
       routeChecked.add(req);
-      await this.#limit(this.#routeChecker(route, context), context, req, headers, closing);
+      await this.#limit(this.#routeChecker(route, context), context, req, headers, ending);
     }
     return true;
   }
@@ -145,13 +148,13 @@ export class FloodgateGuard implements CanActivate {
     context: ExecutionContext,
     req: FloodgateRequest,
     headers: HeaderTarget,
-    closing: Closing,
+    ending: { raw: NodeResponse; response: object },
   ) {
     const decision = await checker.guard.check(req);
     if (decision === undefined) return;
     req.rateLimit = moreRestrictive(req.rateLimit, decision);
     if (checker.guard.respond(decision, headers)) {
-      holdUntilClosed(checker.guard, decision, closing);
+      trackUntilClosed(checker.guard, req, decision, { raw: ending.raw, res: ending.response, headers });
       return;
     }
     if (checker.onLimited !== undefined) throw checker.onLimited(context, decision);

@@ -17,11 +17,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
 import {
   createGuard,
-  holdUntilClosed,
   moreRestrictive,
   nodeHeader,
   nodeHeaderTarget,
   problemBody,
+  trackUntilClosed,
 } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
@@ -34,7 +34,7 @@ export type { TrustProxy } from './proxy.js';
 /** A request that a guard has checked: its decision is `req.rateLimit`. */
 export type RateLimitedRequest = IncomingMessage & { rateLimit?: Decision };
 
-export interface HttpGuardOptions extends HttpOptions<IncomingMessage> {
+export interface HttpGuardOptions extends HttpOptions<IncomingMessage, ServerResponse> {
   /**
    * Which `X-Forwarded-For` hops to believe: `false` (default: none, the socket peer is the
    * client), a number of trusted proxy hops, addresses/CIDRs of trusted proxies (or
@@ -57,7 +57,10 @@ export type HttpGuard = (req: IncomingMessage, res: ServerResponse) => Promise<b
  * @example const guard = createHttpGuard({ limiter, trustProxy: 'loopback' });
  */
 export function createHttpGuard(options: HttpGuardOptions): HttpGuard {
-  const resolved = parseHttpOptions<IncomingMessage>(options, 'createHttpGuard', ['trustProxy', 'onLimited']);
+  const resolved = parseHttpOptions<IncomingMessage, ServerResponse>(options, 'createHttpGuard', [
+    'trustProxy',
+    'onLimited',
+  ]);
   const trust = parseTrustProxy(options.trustProxy);
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   const guard = createGuard(resolved, {
@@ -71,8 +74,9 @@ export function createHttpGuard(options: HttpGuardOptions): HttpGuard {
     if (decision === undefined) return true;
     const checked = req as RateLimitedRequest;
     checked.rateLimit = moreRestrictive(checked.rateLimit, decision);
-    if (guard.respond(decision, nodeHeaderTarget(res))) {
-      holdUntilClosed(guard, decision, res);
+    const headers = nodeHeaderTarget(res);
+    if (guard.respond(decision, headers)) {
+      trackUntilClosed(guard, req, decision, { raw: res, res, headers });
       return true;
     }
     if (onLimited !== undefined) {

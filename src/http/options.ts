@@ -11,15 +11,19 @@ import { createLimiter, type Limiter } from '../limiter.js';
 import { checkOptions } from '../options.js';
 import type { RuleOptions } from '../rules.js';
 import type { Store } from '../stores/types.js';
-import { HEADER_STYLES, type HeaderStyle } from './headers.js';
+import { HEADER_NAME, HEADER_STYLES, type HeaderStyle } from './headers.js';
 import { DEFAULT_IPV6_SUBNET } from './ip.js';
+import { OUTCOME_OPTIONS, type Outcome, parseOutcome } from './outcome.js';
 import type { DenialStatus } from './problem.js';
 import type { KeyPolicy } from './request-keys.js';
 
 type MaybePromise<T> = T | Promise<T>;
 
-/** Options shared by `rateLimit` (Express), `floodgate` (Fastify), `createHttpGuard` and `createFetchGuard`. */
-export interface HttpOptions<Req> {
+/**
+ * Options shared by every adapter: `rateLimit` (Express, Koa, Hono), `floodgate` (Fastify),
+ * `createHttpGuard`, `createFetchGuard` and `FloodgateGuard`. `Res` is the adapter's response.
+ */
+export interface HttpOptions<Req, Res = unknown> {
   /** The limiter to check requests against. Give this, or `rules` (with `store` and `prefix`) to build one. */
   limiter?: Limiter;
   /** Rules of a limiter built for this middleware (see `createLimiter`). */
@@ -63,10 +67,28 @@ export interface HttpOptions<Req> {
    * a block override): `403` or `429` (default). Other denials are always 429.
    */
   blockedStatus?: DenialStatus;
+  /**
+   * Give back the cost of requests whose response failed (`requestWasSuccessful` false, a
+   * response cut short by the client, a handler that failed with a 5xx). Each request still
+   * takes its cost when it arrives, so requests in flight can never pass the limit together.
+   * Default `false`.
+   */
+  skipFailedRequests?: boolean;
+  /** Give back the cost of requests whose response succeeded, e.g. count only failed logins. Default `false`. */
+  skipSuccessfulRequests?: boolean;
+  /** Whether a finished response counts as a success (sync or async). Default: status < 400. */
+  requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>;
+  /**
+   * The actual cost, known once the response has ended: a function, or the name of a response
+   * header (or HTTP trailer) holding a non-negative integer. The request reserves `cost`, and
+   * the difference is given back or charged (debt included) with `limiter.settle`. A missing or
+   * garbled value leaves the reservation as it was.
+   */
+  settle?: string | ((req: Req, res: Res) => MaybePromise<number>);
 }
 
 /** The validated form of HttpOptions. */
-export interface ResolvedHttpOptions<Req> {
+export interface ResolvedHttpOptions<Req, Res = unknown> {
   readonly limiter: Limiter;
   readonly key: ((req: Req) => MaybePromise<string>) | undefined;
   readonly cost: number | ((req: Req) => MaybePromise<number>);
@@ -76,6 +98,8 @@ export interface ResolvedHttpOptions<Req> {
   readonly onDecision: ((req: Req, decision: Decision) => MaybePromise<void>) | undefined;
   readonly keyPolicy: KeyPolicy;
   readonly blockedStatus: DenialStatus;
+  /** What to do once the response has ended; undefined when nothing. */
+  readonly outcome: Outcome<Req, Res> | undefined;
 }
 
 export const HTTP_OPTIONS = [
@@ -93,36 +117,35 @@ export const HTTP_OPTIONS = [
   'apiKeySecret',
   'ipv6Subnet',
   'blockedStatus',
+  ...OUTCOME_OPTIONS,
 ] as const;
-
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
  * Validates the shared options. `adapter` names the caller in messages; `extra` lists the
  * adapter's own option names, which it validates itself.
  */
-export function parseHttpOptions<Req>(
+export function parseHttpOptions<Req, Res = unknown>(
   input: unknown,
   adapter: string,
   extra: readonly string[] = [],
-): ResolvedHttpOptions<Req> {
-  const request = parseRequestOptions<Req>(input, adapter, extra);
+): ResolvedHttpOptions<Req, Res> {
+  const request = parseRequestOptions<Req, Res>(input, adapter, extra);
   return { limiter: resolveLimiter(input as HttpOptions<Req>), ...request };
 }
 
 /** Validates every shared option except the limiter ones (for options that only set defaults). */
-export function parseRequestOptions<Req>(
+export function parseRequestOptions<Req, Res = unknown>(
   input: unknown,
   adapter: string,
   extra: readonly string[] = [],
-): Omit<ResolvedHttpOptions<Req>, 'limiter'> {
+): Omit<ResolvedHttpOptions<Req, Res>, 'limiter'> {
   checkOptions(input, {
     owner: adapter,
     expected: 'an options object such as { limiter }',
     known: new Set([...HTTP_OPTIONS, ...extra]),
     rejectArrays: true,
   });
-  const options = input as HttpOptions<Req>;
+  const options = input as HttpOptions<Req, Res>;
   let cost: ResolvedHttpOptions<Req>['cost'] = 1;
   if (typeof options.cost === 'function') cost = options.cost;
   else if (options.cost !== undefined) {
@@ -142,6 +165,7 @@ export function parseRequestOptions<Req>(
     onDecision: optionalFunction(options.onDecision, 'onDecision'),
     keyPolicy: parseKeyPolicy(options),
     blockedStatus: parseBlockedStatus(options.blockedStatus),
+    outcome: parseOutcome(options),
   };
 }
 

@@ -5,7 +5,7 @@
  */
 import { problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';
-import type { Unhold } from './hold.js';
+import type { AfterResponse } from './outcome.js';
 import { PROBLEM_CONTENT_TYPE, type QuotaExceededProblem } from './problem.js';
 
 /** A HeaderTarget over a `Headers` object. */
@@ -44,28 +44,38 @@ export function withHeaders(response: Response, headers: Headers, keepOwn = fals
   });
 }
 
-/** A copy of `response` whose body calls `unhold` once it has been read to its end, failed or been cancelled. */
-export function releasedWhenSent(response: Response, unhold: Unhold): Response {
+/**
+ * `response` tracked until its body has been sent: a copy whose body calls `done` once it has
+ * been read to its end (with the status and headers; a Fetch `Response` carries no trailers),
+ * or failed or been cancelled (`undefined`: cut short).
+ */
+export function trackedUntilSent(response: Response, done: AfterResponse<Response>): Response {
+  const finished = () =>
+    done({
+      res: response,
+      status: response.status,
+      field: (name) => response.headers.get(name) ?? undefined,
+    });
   const source = response.body;
   if (source === null) {
-    unhold();
+    finished();
     return response;
   }
   const reader = source.getReader();
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
-        const { done, value } = await reader.read();
-        if (!done) return controller.enqueue(value);
-        unhold();
+        const { done: read, value } = await reader.read();
+        if (!read) return controller.enqueue(value);
+        finished();
         controller.close();
       } catch (error) {
-        unhold();
+        done(undefined);
         controller.error(error);
       }
     },
     cancel(reason) {
-      unhold();
+      done(undefined);
       return reader.cancel(reason);
     },
   });

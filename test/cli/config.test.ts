@@ -108,6 +108,39 @@ describe('gateway config', () => {
     expect(JSON.stringify([...(config.tiers?.keys ?? [])])).not.toContain('sk_live');
   });
 
+  it("reads a route's count and settle header, and names them in errors", () => {
+    const config = parseGatewayConfig({
+      routes: [
+        { path: '/login', limit: '5/1m', count: 'failed' },
+        { path: '/v1/chat', limit: '100000/1m', cost: 500, settle: { header: 'X-Usage-Tokens' } },
+        { path: '/plain' },
+      ],
+    });
+    expect(config.routes.map(({ count, settle }) => ({ count, settle }))).toEqual([
+      { count: 'failed', settle: undefined },
+      { count: 'all', settle: { header: 'x-usage-tokens' } },
+      { count: 'all', settle: undefined },
+    ]);
+    expect(error({ routes: [{ path: '/x', count: 'errors' }] })).toBe(
+      "routes[0].count: \"errors\" is not one of 'all', 'failed', 'successful'",
+    );
+    expect(error({ routes: [{ path: '/x', settle: 'x-usage' }] })).toBe(
+      'routes[0].settle: expected an object, got "x-usage"',
+    );
+    expect(error({ routes: [{ path: '/x', settle: {} }] })).toBe(
+      'routes[0].settle.header: required: the upstream header with the actual cost',
+    );
+    expect(error({ routes: [{ path: '/x', settle: { header: 'x usage' } }] })).toBe(
+      'routes[0].settle.header: "x usage" must be a header name, e.g. x-usage-tokens',
+    );
+    expect(error({ routes: [{ path: '/x', settle: { header: 'x', trailer: true } }] })).toBe(
+      'routes[0].settle.trailer: unknown field; expected one of header',
+    );
+    expect(error({ routes: [{ path: '/x', skip: true, count: 'failed' }] })).toBe(
+      'routes[0].count: a skipped route takes no limits',
+    );
+  });
+
   it('names the bad field in every error', () => {
     expect(error({ routes: [{ path: '/a' }, { path: '/b' }, { path: '/c', limit: '10/fortnight' }] })).toBe(
       "routes[2].limit: '10/fortnight' is not a limit; write <count>/<window>, e.g. 120/1m, 10/s or 5000/1h",

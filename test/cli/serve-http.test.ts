@@ -238,6 +238,7 @@ describe('floodgate serve: limits on the request head', () => {
 describe('floodgate serve: timeouts mean silence, on either side', () => {
   let slow: Server;
   let timed: Gateway;
+  let patient: Gateway;
   const received: string[] = [];
 
   beforeAll(async () => {
@@ -259,16 +260,17 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
         res.end();
         return;
       }
-      // /slow-reader stops reading for a second after each of its first three MiB, as a busy
-      // service would: three seconds of pauses, each shorter than the timeout. The body is far
-      // larger than the socket buffers between them, so the pauses come before it is all sent.
+      // /slow-reader stops reading for 1.5 s after each of its first four MiB, as a busy service
+      // would: six seconds of pauses, each far shorter than the patient gateway's 5 s timeouts (a
+      // loaded machine stretches a pause) and together longer. The body is far larger than the
+      // socket buffers between them, so the pauses come before it is all sent.
       let bytes = 0;
       try {
         for await (const chunk of req) {
           const before = bytes;
           bytes += (chunk as Buffer).length;
           const mib = Math.floor(bytes / MIB);
-          if (req.url === '/slow-reader' && mib > Math.floor(before / MIB) && mib <= 3) await sleep(1000);
+          if (req.url === '/slow-reader' && mib > Math.floor(before / MIB) && mib <= 4) await sleep(1500);
         }
       } catch {
         return; // the gateway cut the request (a test of that)
@@ -285,8 +287,15 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
       '--upstream-timeout',
       '2s',
       '--client-timeout',
-      // Above a loaded machine's pauses in the test's own 64 MiB upload; the steady upload's gaps stay well under it.
       '2s',
+    ]);
+    patient = await startGateway([
+      '--upstream',
+      `http://127.0.0.1:${port}`,
+      '--upstream-timeout',
+      '5s',
+      '--client-timeout',
+      '5s',
     ]);
   });
   afterAll(() => {
@@ -312,7 +321,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
 
   it('does not cut an upstream that is still taking a large body, slowly', async () => {
     const size = 64 * MIB;
-    const response = await fetch(`${timed.url}/slow-reader`, {
+    const response = await fetch(`${patient.url}/slow-reader`, {
       method: 'POST',
       body: Buffer.alloc(size, 97),
     });

@@ -2,21 +2,36 @@
  * The adapters hold a request's concurrency slot exactly as long as its response is in flight:
  * released when the response finishes, when the client aborts and when the handler fails, and
  * kept (renewed) by a response that streams for longer than the lease. Real sockets, each
- * adapter with a handler of its own kind.
+ * adapter (Express, Fastify, node:http, Fetch, Koa, Hono, Nest) with a handler of its own kind.
  */
+import 'reflect-metadata';
 import { once } from 'node:events';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import express from 'express';
+import { createAdaptorServer } from '@hono/node-server';
+import { Controller, Get, Module, Res } from '@nestjs/common';
+import express, { type Response as ExpressResponse } from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
+import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/express.js';
 import { floodgate } from '../../src/http/fastify.js';
 import { createFetchGuard } from '../../src/http/fetch.js';
+import { rateLimit as honoRateLimit } from '../../src/http/hono.js';
+import { rateLimit as koaRateLimit } from '../../src/http/koa.js';
+import { FloodgateGuard } from '../../src/http/nestjs.js';
 import { createHttpGuard } from '../../src/http/node.js';
 import { createLimiter, type Limiter } from '../../src/index.js';
 import { type App, listen, toRequest } from './support/apps.js';
+import { startNestApp } from './support/nest.js';
 
 /** Ends every /stream response that is waiting. */
 let endStreams: (() => void)[] = [];
@@ -119,11 +134,82 @@ const startFetch: Start = async (limiter) => {
   );
 };
 
+const startKoa: Start = async (limiter) => {
+  const app = new Koa();
+  app.silent = true;
+  app.use(koaRateLimit({ limiter }));
+  app.use((ctx) => {
+    if (ctx.path === '/fail') throw new Error('handler failed');
+    if (ctx.path !== '/stream') {
+      ctx.body = 'ok';
+      return;
+    }
+    const body = new PassThrough();
+    body.write('first;');
+    void streamEnd().then(() => body.end('last'));
+    ctx.body = body;
+  });
+  return listen(createServer(app.callback()));
+};
+
+/** Hono on @hono/node-server, whose request signal aborts when the client goes. */
+const startHono: Start = async (limiter) => {
+  const app = new Hono();
+  app.use(honoRateLimit({ limiter }));
+  app.get('/quick', (c) => c.text('ok'));
+  app.get('/fail', () => {
+    throw new Error('handler failed');
+  });
+  app.get('/stream', () => {
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode('first;'));
+        await streamEnd();
+        controller.enqueue(new TextEncoder().encode('last'));
+        controller.close();
+      },
+    });
+    return new Response(body);
+  });
+  return listen(createAdaptorServer({ fetch: app.fetch }) as Server);
+};
+
+@Controller()
+class SlotController {
+  @Get('quick')
+  quick() {
+    return 'ok';
+  }
+
+  @Get('fail')
+  fail() {
+    throw new Error('handler failed');
+  }
+
+  @Get('stream')
+  stream(@Res() res: ExpressResponse) {
+    res.write('first;');
+    void streamEnd().then(() => res.end('last'));
+  }
+}
+
+@Module({ controllers: [SlotController] })
+class SlotModule {}
+
+/** Nest on its Express platform, FloodgateGuard as a global guard. */
+const startNest: Start = (limiter) =>
+  startNestApp(SlotModule, 'express', false, (app) => {
+    app.useGlobalGuards(new FloodgateGuard({ limiter }));
+  });
+
 const ADAPTERS: Record<string, Start> = {
   express: startExpress,
   fastify: startFastify,
   node: startNode,
   fetch: startFetch,
+  koa: startKoa,
+  hono: startHono,
+  nest: startNest,
 };
 
 /** GET `path`; resolves with the status once the response has ended. */

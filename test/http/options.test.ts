@@ -72,6 +72,31 @@ describe.each(ADAPTERS)('%s options', (name, create) => {
     expect(make({ limiter, blockedStatus: 401 })).toThrow('blockedStatus: 401 must be 403 or 429');
     expect(make({ limiter, blockedStatus: '403' })).toThrow('blockedStatus: "403" must be 403 or 429');
   });
+
+  it('validates the response-aware options', () => {
+    expect(make({ limiter, skipSuccessfulRequests: true, requestWasSuccessful: () => true })).not.toThrow();
+    expect(make({ limiter, skipFailedRequests: true, settle: 'X-Usage-Tokens' })).not.toThrow();
+    expect(make({ limiter, settle: () => 3 })).not.toThrow();
+    expect(make({ limiter, skipFailedRequests: 'yes' })).toThrow(
+      'skipFailedRequests: expected true or false, got "yes"',
+    );
+    expect(make({ limiter, skipSuccessfulRequests: 1 })).toThrow(
+      'skipSuccessfulRequests: expected true or false, got 1',
+    );
+    expect(make({ limiter, skipFailedRequests: true, skipSuccessfulRequests: true })).toThrow(
+      'skipFailedRequests, skipSuccessfulRequests: give at most one of them true (both would count no request)',
+    );
+    expect(make({ limiter, skipFailedRequests: true, requestWasSuccessful: 200 })).toThrow(
+      'requestWasSuccessful: expected a function (req, res) => boolean, got 200',
+    );
+    expect(make({ limiter, requestWasSuccessful: () => true })).toThrow(
+      'requestWasSuccessful: only used with skipFailedRequests: true or skipSuccessfulRequests: true; give one of them',
+    );
+    expect(make({ limiter, settle: 'x usage' })).toThrow(
+      'settle: "x usage" must be a header name (read as a non-negative integer) or a function (req, res) => actual cost',
+    );
+    expect(make({ limiter, settle: 5 })).toThrow(/^settle: 5 must be a header name/);
+  });
 });
 
 describe('adapter-specific options', () => {

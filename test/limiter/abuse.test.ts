@@ -100,6 +100,19 @@ describe('block and shadow options', () => {
     expect(make(rule)).toThrow(message);
   });
 
+  it("a shadow limiter's override rules are shadow rules too: counted, named, never denied", async () => {
+    const limiter = createLimiter({
+      rules: { name: 'minute', algorithm: 'fixed-window', limit: 100, window: '1m' },
+      shadow: true,
+    });
+    await limiter.setOverride('tenant', { name: 'tight', algorithm: 'fixed-window', limit: 1, window: '1m' });
+    const first = await limiter.check('tenant');
+    const second = await limiter.check('tenant');
+    expect([first.allowed, first.shadowDenied]).toEqual([true, []]);
+    expect([second.allowed, second.shadowDenied]).toEqual([true, ['override.tight']]);
+    await limiter.close();
+  });
+
   it('takes the limiter option shadow, and refuses a non-boolean', () => {
     const rules: RuleOptions = { algorithm: 'fixed-window', limit: 1, window: 1000 };
     expect(() => createLimiter({ rules, shadow: 1 as never })).toThrow('shadow: 1 must be true or false');

@@ -11,6 +11,7 @@ import {
   core,
   type Fields,
   fail,
+  HEADER_NAME,
   integerAt,
   join,
   objectAt,
@@ -18,6 +19,10 @@ import {
   stringAt,
 } from './check.js';
 import { concurrencyRule, NAME, NAME_HINT, parseRuleList } from './rules.js';
+
+/** Which responses a route's requests count by: `failed` (status >= 400, or no upstream answer), `successful`, or `all`. */
+export const COUNTS = ['all', 'failed', 'successful'] as const;
+export type RouteCount = (typeof COUNTS)[number];
 
 /** The methods a route may name; `*` (the default) means all of them. */
 export const METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
@@ -33,6 +38,10 @@ export interface RouteSpec {
   /** Whether letters must match in case too (default: no, `/LOGIN` is `/login`). */
   readonly caseSensitive: boolean;
   readonly cost: number;
+  /** Which responses keep their cost; the others give it back once they end. */
+  readonly count: RouteCount;
+  /** The upstream response header (or trailer) with the actual cost, lowercase; `cost` is reserved until then. */
+  readonly settle: { readonly header: string } | undefined;
   readonly skip: boolean;
   /** Rules per plan for this route (the plan's own rules included unless `inherit: false`). */
   readonly rules: ReadonlyMap<string, readonly RuleOptions[]>;
@@ -48,6 +57,8 @@ const LIMIT_FIELDS = [
   'plans',
   'inherit',
   'cost',
+  'count',
+  'settle',
   'concurrency',
   'shadow',
 ];
@@ -90,6 +101,8 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       fields.caseSensitive === undefined ? false : booleanAt(fields.caseSensitive, `${where}.caseSensitive`);
     const cost =
       fields.cost === undefined ? 1 : integerAt(fields.cost, `${where}.cost`, 1, Number.MAX_SAFE_INTEGER);
+    const count = fields.count === undefined ? 'all' : oneOf(fields.count, `${where}.count`, COUNTS);
+    const settle = fields.settle === undefined ? undefined : parseSettle(fields.settle, `${where}.settle`);
     const ownFields = LIMIT_FIELDS.filter((field) => fields[field] !== undefined);
     if (skip && ownFields.length > 0) fail(`${where}.${ownFields[0]}`, 'a skipped route takes no limits');
     if (fields.rules !== undefined && fields.limit !== undefined) {
@@ -134,7 +147,18 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       core(() => resolveRules(combined, plans.size > 1 ? `${where} (plan ${plan})` : where));
       perPlan.set(plan, combined);
     }
-    claim({ where, name, methods, path, caseSensitive, cost, skip, rules: skip ? new Map() : perPlan });
+    claim({
+      where,
+      name,
+      methods,
+      path,
+      caseSensitive,
+      cost,
+      count,
+      settle,
+      skip,
+      rules: skip ? new Map() : perPlan,
+    });
   }
 
   const skips = raw.skip === undefined ? [] : arrayAt(raw.skip, 'skip');
@@ -151,9 +175,33 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
     const path = parsePath(match[2], where);
     const name = uniqueName(`skip-${defaultRouteName(methods, path)}`, usedNames);
     usedNames.add(name);
-    claim({ where, name, methods, path, caseSensitive: false, cost: 1, skip: true, rules: new Map() });
+    claim({
+      where,
+      name,
+      methods,
+      path,
+      caseSensitive: false,
+      cost: 1,
+      count: 'all',
+      settle: undefined,
+      skip: true,
+      rules: new Map(),
+    });
   }
   return routes;
+}
+
+function parseSettle(value: unknown, path: string): { header: string } {
+  const fields = objectAt(value, path, ['header']);
+  if (fields.header === undefined)
+    fail(`${path}.header`, 'required: the upstream header with the actual cost');
+  const header = stringAt(
+    fields.header,
+    `${path}.header`,
+    HEADER_NAME,
+    'must be a header name, e.g. x-usage-tokens',
+  );
+  return { header: header.toLowerCase() };
 }
 
 function parsePath(value: unknown, path: string): string {

@@ -72,7 +72,12 @@ export function describeConfig(config: GatewayConfig): string {
       lines.push(`route ${route.name}: ${methods} ${route.path} (not limited)`);
       continue;
     }
-    const cost = route.cost !== 1 ? ` (cost ${route.cost})` : '';
+    const counting = [
+      ...(route.cost !== 1 ? [`cost ${route.cost}`] : []),
+      ...(route.count !== 'all' ? [`count ${route.count}`] : []),
+      ...(route.settle !== undefined ? [`settle from header ${route.settle.header}`] : []),
+    ];
+    const cost = counting.length > 0 ? ` (${counting.join(', ')})` : '';
     if (config.tiers === undefined) {
       const rules = route.rules.get(DEFAULT_PLAN) ?? [];
       lines.push(

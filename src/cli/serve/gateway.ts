@@ -197,7 +197,11 @@ async function registerRoutes(
     for (const route of withCatchAll(parts.config)) {
       const rateLimit: FloodgateRouteOptions | false = route.skip
         ? false
-        : { limiter: limiters.get(route.rules), ...(route.cost !== 1 ? { cost: route.cost } : {}) };
+        : {
+            limiter: limiters.get(route.rules),
+            ...(route.cost !== 1 ? { cost: route.cost } : {}),
+            ...countingOptions(route),
+          };
       const routeOptions = {
         method: [...route.methods],
         ...routeMatching(route.path, route.caseSensitive, options.anyCaseSensitive),
@@ -212,6 +216,18 @@ async function registerRoutes(
       }
     }
   });
+}
+
+/**
+ * A route's `count` and `settle` as adapter options: an upstream failure answers 502, 503 or
+ * 504 (failed), or cuts the response (the adapter counts a cut response as failed).
+ */
+function countingOptions(route: RouteSpec): FloodgateRouteOptions {
+  return {
+    ...(route.count === 'failed' ? { skipSuccessfulRequests: true } : {}),
+    ...(route.count === 'successful' ? { skipFailedRequests: true } : {}),
+    ...(route.settle !== undefined ? { settle: route.settle.header } : {}),
+  };
 }
 
 /** The generation's handle: hands requests to the app and counts them in flight, for drain(). */
@@ -275,6 +291,8 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
       path: CATCH_ALL,
       caseSensitive: false,
       cost: 1,
+      count: 'all',
+      settle: undefined,
       skip: false,
       rules: config.plans,
     },

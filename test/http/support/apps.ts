@@ -40,11 +40,32 @@ export interface AppSpec {
   apiKeys?: 'any' | ((key: string) => boolean | Promise<boolean>);
   /** The adapter's `blockedStatus` (default: the adapter's own, 429). */
   blockedStatus?: 403 | 429;
+  /** Response-aware counting; the handlers answer with the status the `x-status` request header asks for. */
+  outcome?: { skipFailedRequests?: boolean; skipSuccessfulRequests?: boolean; settle?: string };
+}
+
+/**
+ * What a handler answers: the status in `x-status` (default 200), and the `x-actual` request
+ * header echoed as a response header (the actual cost for `settle: 'x-actual'`).
+ */
+export function answerOf(header: (name: string) => string | string[] | null | undefined): {
+  status: number;
+  headers: Record<string, string>;
+} {
+  const status = header('x-status');
+  const actual = header('x-actual');
+  return {
+    status: typeof status === 'string' ? Number(status) : 200,
+    headers: typeof actual === 'string' ? { 'x-actual': actual } : {},
+  };
 }
 
 /** The adapter options of `spec.apiKeys` and `spec.blockedStatus`. */
 export function sharedOptions(spec: AppSpec) {
-  const status = spec.blockedStatus === undefined ? {} : { blockedStatus: spec.blockedStatus };
+  const status = {
+    ...spec.outcome,
+    ...(spec.blockedStatus === undefined ? {} : { blockedStatus: spec.blockedStatus }),
+  };
   if (spec.apiKeys === undefined) return status;
   if (spec.apiKeys === 'any') return { ...status, apiKeyHeader: 'x-api-key' };
   return { ...status, key: apiKeyOrAddress({ header: 'X-Api-Key', known: spec.apiKeys }) };
@@ -106,7 +127,11 @@ export const startExpress: StartApp = async (spec) => {
     }),
   );
   app.use((req, res) => {
-    res.json({ remaining: req.rateLimit?.remaining ?? null });
+    const answer = answerOf((name) => req.headers[name]);
+    res
+      .status(answer.status)
+      .set(answer.headers)
+      .json({ remaining: req.rateLimit?.remaining ?? null });
   });
   return listen(createServer(app));
 };
@@ -128,7 +153,11 @@ export const startFastify: StartApp = async (spec) => {
         }
       : {}),
   });
-  app.all('/*', async (request) => ({ remaining: request.rateLimit?.remaining ?? null }));
+  app.all('/*', async (request, reply) => {
+    const answer = answerOf((name) => request.headers[name]);
+    reply.code(answer.status).headers(answer.headers);
+    return { remaining: request.rateLimit?.remaining ?? null };
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, port, close: () => app.close() };
@@ -158,7 +187,8 @@ export const startNode: StartApp = async (spec) => {
   });
   const server = createServer(async (req, res) => {
     if (!(await guard(req, res))) return;
-    res.setHeader('content-type', 'application/json');
+    const answer = answerOf((name) => req.headers[name]);
+    res.writeHead(answer.status, { ...answer.headers, 'content-type': 'application/json' });
     res.end(JSON.stringify({ remaining: (req as RateLimitedRequest).rateLimit?.remaining ?? null }));
   });
   return listen(server);
@@ -194,9 +224,13 @@ export const startFetch: StartApp = async (spec) => {
   const server = createServer(async (req, res) => {
     const request = toRequest(req, 'http://127.0.0.1');
     const limited = await guard(request, { ip: req.socket.remoteAddress });
+    const answer = answerOf((name) => request.headers.get(name));
     const response =
       limited ??
-      guard.withHeaders(request, Response.json({ remaining: guard.decisionFor(request)?.remaining ?? null }));
+      guard.withHeaders(
+        request,
+        Response.json({ remaining: guard.decisionFor(request)?.remaining ?? null }, answer),
+      );
     await writeResponse(response, res);
   });
   return listen(server);
@@ -217,7 +251,10 @@ export const startHono: StartApp = async (spec) => {
       ...(spec.customLimited ? { onLimited: () => new Response('custom', { status: 418 }) } : {}),
     }),
   );
-  app.all('*', (c) => c.json({ remaining: c.get('rateLimit')?.remaining ?? null }));
+  app.all('*', (c) => {
+    const answer = answerOf((name) => c.req.header(name));
+    return c.json({ remaining: c.get('rateLimit')?.remaining ?? null }, answer.status as 200, answer.headers);
+  });
   return listen(createAdaptorServer({ fetch: app.fetch }) as Server);
 };
 
@@ -245,6 +282,9 @@ function koaStarter(Application: typeof Koa): StartApp {
       }),
     );
     app.use((ctx) => {
+      const answer = answerOf((name) => ctx.headers[name]);
+      ctx.status = answer.status;
+      ctx.set(answer.headers);
       ctx.body = { remaining: ctx.state.rateLimit?.remaining ?? null };
     });
     return listen(createServer(app.callback()));

@@ -11,16 +11,18 @@ import {
   Catch,
   Controller,
   type ExceptionFilter,
+  HttpException,
   type INestApplication,
   Module,
   Req,
+  Res,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import express from 'express';
 import { FloodgateGuard, type FloodgateRequest } from '../../../src/http/nestjs.js';
-import { type App, type AppSpec, type StartApp, sharedOptions } from './apps.js';
+import { type App, type AppSpec, answerOf, type StartApp, sharedOptions } from './apps.js';
 
 export type NestPlatform = 'express' | 'fastify';
 
@@ -42,8 +44,16 @@ export class CustomLimitedFilter implements ExceptionFilter {
 @Controller()
 class EchoController {
   @All('*')
-  echo(@Req() req: FloodgateRequest) {
-    return { remaining: req.rateLimit?.remaining ?? null };
+  echo(@Req() req: FloodgateRequest, @Res({ passthrough: true }) res: object) {
+    const answer = answerOf((name) => req.headers[name]);
+    // Express's response has set(); Fastify's reply has headers().
+    const platform = res as { set?(headers: object): unknown; headers?(headers: object): unknown };
+    if (platform.set !== undefined) platform.set(answer.headers);
+    else platform.headers?.(answer.headers);
+    const body = { remaining: req.rateLimit?.remaining ?? null };
+    // Nest answers a handler's return value with the route's status: a failure is an exception.
+    if (answer.status !== 200) throw new HttpException(body, answer.status);
+    return body;
   }
 }
 

@@ -5,11 +5,12 @@
  */
 
 import type { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { QUOTA_EXCEEDED_TYPE } from '../../../src/http/problem.js';
 import {
   createLimiter,
   type Decision,
+  type Limiter,
   memoryStore,
   type RuleOptions,
   redisStore,
@@ -50,6 +51,23 @@ export function runAdapterSuiteOnStores(
   });
 }
 
+/**
+ * Counts the settles an adapter makes once responses end (they run after the client has its
+ * response): `settled(n)` waits until `n` have been applied.
+ */
+function watchSettles(limiter: Limiter): (count: number) => Promise<void> {
+  let applied = 0;
+  const settle = limiter.settle;
+  limiter.settle = async function countedSettle(decision, actual) {
+    try {
+      await settle(decision, actual);
+    } finally {
+      applied++;
+    }
+  };
+  return (count) => vi.waitFor(() => expect(applied).toBe(count), { timeout: 5000 });
+}
+
 export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): void {
   const start = ADAPTERS[adapter];
   const open: App[] = [];
@@ -67,7 +85,7 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
     });
     const app = await start({ ...spec, limiter });
     open.push(app);
-    return app;
+    return Object.assign(app, { settled: watchSettles(limiter) });
   }
 
   const minute = (limit: number): RuleOptions => ({
@@ -418,6 +436,64 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
         expect((await from('203.0.113.7')).status).toBe(429);
         expect((await from('203.0.113.8')).status).toBe(200);
         expect((await fetch(app.url)).status).toBe(200); // the proxy's own address
+      });
+    });
+
+    describe('response-aware counting', () => {
+      const answer = (app: App, status: number, actual?: string) =>
+        fetch(app.url, {
+          headers: { 'x-status': String(status), ...(actual ? { 'x-actual': actual } : {}) },
+        });
+
+      it('skipSuccessfulRequests: 10 logins, 6 failing, limit 5: the 6th failure is denied, no success is', async () => {
+        const app = await serve(minute(5), { outcome: { skipSuccessfulRequests: true } });
+        const attempts = [401, 200, 401, 200, 401, 200, 401, 200, 401, 401];
+        const statuses: number[] = [];
+        let successes = 0;
+        for (const status of attempts) {
+          const response = await answer(app, status);
+          statuses.push(response.status);
+          await response.arrayBuffer();
+          // Each success gives its reservation back once its response has ended.
+          if (response.status === 200) await app.settled(++successes);
+        }
+        expect(statuses).toEqual([401, 200, 401, 200, 401, 200, 401, 200, 401, 429]);
+      });
+
+      it('skipFailedRequests: failed responses give their cost back, successful ones keep it', async () => {
+        const app = await serve(minute(2), { outcome: { skipFailedRequests: true } });
+        for (let i = 1; i <= 3; i++) {
+          const failed = await answer(app, 503);
+          expect(failed.status).toBe(503);
+          expect(integerField(failed, 'RateLimit-Remaining')).toBe(1);
+          await failed.arrayBuffer();
+          await app.settled(i);
+        }
+        expect((await answer(app, 200)).status).toBe(200);
+        expect((await answer(app, 200)).status).toBe(200);
+        expect((await answer(app, 200)).status).toBe(429);
+      });
+
+      it("settle: 'x-actual' charges the response header's cost (debt included); a garbled value leaves the reservation", async () => {
+        const app = await serve(
+          { name: 'tokens', algorithm: 'token-bucket', limit: 10, window: '1h' },
+          { outcome: { settle: 'x-actual' } },
+        );
+        const first = await answer(app, 200, '4');
+        expect(integerField(first, 'RateLimit-Remaining')).toBe(9);
+        await first.arrayBuffer();
+        await app.settled(1);
+        const garbled = await answer(app, 200, '4 tokens');
+        expect(integerField(garbled, 'RateLimit-Remaining')).toBe(5);
+        await garbled.arrayBuffer();
+        const large = await answer(app, 200, '20');
+        expect(integerField(large, 'RateLimit-Remaining')).toBe(4);
+        await large.arrayBuffer();
+        await app.settled(2);
+        // 4 left, 19 more charged: the bucket is in debt, so the next request waits.
+        const denied = await answer(app, 200);
+        expect(denied.status).toBe(429);
+        expect(integerField(denied, 'RateLimit-Remaining')).toBe(0);
       });
     });
   });
