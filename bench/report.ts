@@ -8,6 +8,7 @@ import type { SkewRow } from './scenarios/clock-skew.js';
 import { SKEW_LIMIT } from './scenarios/clock-skew.js';
 import type { DecisionRun, Workload } from './scenarios/decisions.js';
 import { WORKLOADS } from './scenarios/decisions.js';
+import { HOT_KEY_LIMIT, type HotKeyRow } from './scenarios/hot-key.js';
 import type { HttpRun } from './scenarios/http.js';
 import { LARGE_WORKLOAD_ALGORITHMS, type MemoryRun } from './scenarios/memory-store.js';
 import type { RedisCost } from './scenarios/redis-cost.js';
@@ -38,6 +39,7 @@ export interface BenchResults {
   memory?: MemoryRun[];
   http?: HttpRun[];
   clockSkew?: SkewRow[];
+  hotKey?: HotKeyRow[];
 }
 
 interface Named {
@@ -251,12 +253,32 @@ export function triedSection(): string {
     attempt.gain,
     `[${attempt.logEntry.slice(0, 20)}](docs/bench-log.md#${anchorOf(attempt.logEntry)})`,
   ]);
-  return `## 6. What was tried, and what each change gained
+  return `## 7. What was tried, and what each change gained
 
 Measured when each change was made (method and figures in the linked docs/bench-log.md entry),
 not in this run.
 
 ${table(['change', 'status', 'gain', 'log entry'], body)}
+`;
+}
+
+function hotKeySection(rows: readonly HotKeyRow[]): string {
+  const body = rows.map((row) => [
+    row.quotaLease ? 'quotaLease' : 'no lease',
+    row.limit === HOT_KEY_LIMIT ? `${HOT_KEY_LIMIT} per 1 s` : 'not reached',
+    String(Math.round(row.decisionsPerSecond)),
+    row.callsPerDecision.toFixed(4),
+    row.overAdmission === undefined ? '' : String(row.overAdmission),
+    row.stranded === undefined ? '' : `${(row.stranded * 100).toFixed(2)}%`,
+  ]);
+  return `## 6. One hot key: quota leasing
+
+Four worker processes check one key on one Redis in tight loops (16 in flight each), with and
+without \`quotaLease\`. _over-admission_: the most admitted in one aligned window above the limit;
+_stranded_: the mean share of the limit not admitted in the run's full windows, while demand
+exceeded it.
+
+${table(['mode', 'limit', 'decisions/s', 'Redis calls / decision', 'over-admission', 'stranded'], body)}
 `;
 }
 
@@ -269,6 +291,7 @@ export function renderReport(results: BenchResults): string {
   if (results.memory) sections.push(memorySection(results.memory, meta.settings));
   if (results.http) sections.push(httpSection(results.http));
   if (results.clockSkew) sections.push(clockSkewSection(results.clockSkew));
+  if (results.hotKey) sections.push(hotKeySection(results.hotKey));
   sections.push(triedSection());
   return `${sections.join('\n')}`;
 }

@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { type BenchResults, renderReport } from './report.js';
 import { runClockSkew } from './scenarios/clock-skew.js';
 import { runDecisions } from './scenarios/decisions.js';
+import { runHotKey } from './scenarios/hot-key.js';
 import { runHttp } from './scenarios/http.js';
 import { runMemoryStore } from './scenarios/memory-store.js';
 import { runRedisCost } from './scenarios/redis-cost.js';
@@ -76,6 +77,7 @@ async function main(): Promise<void> {
       if (scenario === 'memory-store') results.memory = await runMemoryStore(context);
       if (scenario === 'http') results.http = await runHttp(context);
       if (scenario === 'clock-skew') results.clockSkew = await runClockSkew(context);
+      if (scenario === 'hot-key') results.hotKey = await runHotKey(context);
     }
     const report = renderReport({
       ...results,

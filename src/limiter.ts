@@ -9,6 +9,7 @@ import { createChecks } from './core/check.js';
 import type { Decision } from './core/decision.js';
 import { createDenyCache, type DenyCache } from './core/deny-cache.js';
 import { resolvePrefix } from './core/key-encoding.js';
+import { createLeases, type Within } from './core/leases.js';
 import {
   createOverrideAdmin,
   createOverrideCache,
@@ -27,6 +28,7 @@ import { LimiterClosedError } from './errors.js';
 import { createLifecycle } from './lifecycle.js';
 import { checkOptions } from './options.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
+import { createDeadlines, TIMED_OUT } from './resilience/deadline.js';
 import { createStoreCaller, type StoreErrorPolicy } from './resilience/store-caller.js';
 import { booleanOption, positiveInteger, type RuleOptions } from './rules.js';
 import { memoryStore } from './stores/memory/store.js';
@@ -254,6 +256,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   );
 
   const slots = createSlots(tickets, caller, clock);
+  // The memory store is one process's own: a slice of it would gain nothing, so it never leases.
+  const leases = plans.sets.some((set) => set.leased)
+    ? createLeases(store, withinDeadline(timeoutMs), (cause) => emitter.emit('storeError', cause))
+    : undefined;
   const checks = createChecks({
     prefix,
     plans,
@@ -266,6 +272,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     clock,
     fallbackStore: typeof policy === 'object',
     invalidOverride: (info) => emitter.emit('invalidOverride', info),
+    leases,
   });
   const { head, forgetDenials } = checks;
   const lifecycle = createLifecycle();
@@ -325,7 +332,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     close: async function close() {
       await lifecycle.close();
-      await slots.releaseAll();
+      await Promise.all([slots.releaseAll(), leases?.close()]);
     },
     on(event, listener) {
       emitter.on(event, listener);
@@ -352,6 +359,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function resetKey(key: string): Promise<void> {
     const keyHeadValue = head(key);
     forgetDenials(keyHeadValue);
+    leases?.forget(keyHeadValue);
     const rules = checks.storedRules(keyHeadValue);
     await store.reset(keyHeadValue, rules);
     if (typeof policy === 'object') await policy.reset(keyHeadValue, rules);
@@ -360,6 +368,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function storeOverride(key: string, override: Override, overrideOptions?: OverrideOptions) {
     const keyHeadValue = head(key);
     await admin.set(key, override, overrideOptions);
+    leases?.giveBack(keyHeadValue);
     overrides.delete(keyHeadValue);
     forgetDenials(keyHeadValue);
   }
@@ -371,6 +380,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     forgetDenials(keyHeadValue);
   }
   return limiter;
+}
+
+/** A slice's take within the limiter's deadline (see core/leases.ts): undefined once it passed. */
+function withinDeadline(timeoutMs: number): Within {
+  const deadlines = createDeadlines(timeoutMs);
+  return (work) => deadlines.within(work).then((reply) => (reply === TIMED_OUT ? undefined : reply));
 }
 
 /** Validates a store option (`store`, a fallback store): it must implement the Store contract. */

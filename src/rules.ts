@@ -5,7 +5,7 @@
 import type { BlockParams } from './algorithms/block.js';
 import { DEFAULT_LEASE_MS } from './algorithms/concurrency.js';
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
-import type { ResolvedRule } from './core/types.js';
+import type { QuotaLeaseParams, ResolvedRule } from './core/types.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
 import { checkOptions } from './options.js';
@@ -48,6 +48,19 @@ export interface RuleOptions {
    * Defaults: `factor` 1, `max` the duration (one day when `factor` > 1), `forgetAfter` `max`.
    */
   block?: Duration | BlockOptions;
+  /**
+   * Quota leasing for hot keys on a shared store (see docs/leasing.md): a process takes a slice of
+   * the key's quota in one store call and admits the next checks from it locally, never above the
+   * limit. `true`, or `{ max }`: the largest slice in units (default 1000, at most the capacity).
+   * fixed-window, sliding-window, token-bucket and gcra only; every rule of a rule set or none.
+   */
+  quotaLease?: boolean | QuotaLeaseOptions;
+}
+
+/** A rule's quota leasing (see `RuleOptions.quotaLease`). */
+export interface QuotaLeaseOptions {
+  /** The largest slice a process takes at once, in units: an integer from 1 to the rule's capacity. Default 1000 (or the capacity). */
+  max?: number;
 }
 
 /** A rule's escalating block (see `RuleOptions.block`). */
@@ -75,7 +88,22 @@ export const MAX_UNITS_TIMES_WINDOW = 2 ** 51;
  */
 export const MAX_RULES = 1000;
 const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const RULE_KEYS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'lease', 'shadow', 'block']);
+const RULE_KEYS = new Set([
+  'name',
+  'algorithm',
+  'limit',
+  'window',
+  'burst',
+  'lease',
+  'shadow',
+  'block',
+  'quotaLease',
+]);
+const QUOTA_LEASE_KEYS = new Set(['max']);
+/** The largest slice when `quotaLease: true`: 1000 units keeps a hot key near one store call per 1000 checks. */
+const DEFAULT_LEASE_MAX = 1000;
+/** The algorithms whose state a slice can be taken from and given back to (see docs/leasing.md). */
+const LEASABLE = new Set<AlgorithmName>(['fixed-window', 'sliding-window', 'token-bucket', 'gcra']);
 const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
 /** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
 const MAX_BLOCK_MS = 366 * 86_400_000;
@@ -154,7 +182,53 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
   }
   const shadow = shadowAll || booleanOption(rule.shadow, `${option}.shadow`);
   const block = rule.block === undefined ? undefined : resolveBlock(rule.block, `${option}.block`);
-  return { name, algorithm, limit, windowMs, capacity, keyTail: `:${name}:${algorithm.tag}`, shadow, block };
+  const quotaLease = resolveQuotaLease(rule.quotaLease, `${option}.quotaLease`, algorithm.name, capacity);
+  if (quotaLease !== undefined && (shadow || block !== undefined)) {
+    throw new TypeError(
+      `${option}.quotaLease: not allowed with ${shadow ? 'shadow' : 'block'}: slices are admitted locally, where a ${shadow ? 'shadow rule cannot report its would-be denials' : 'block cannot start'}`,
+    );
+  }
+  return {
+    name,
+    algorithm,
+    limit,
+    windowMs,
+    capacity,
+    keyTail: `:${name}:${algorithm.tag}`,
+    shadow,
+    block,
+    ...(quotaLease === undefined ? {} : { quotaLease }),
+  };
+}
+
+/** Validates a rule's `quotaLease`: `true`, `false`, or `{ max }`; undefined when off. */
+function resolveQuotaLease(
+  input: unknown,
+  option: string,
+  algorithm: AlgorithmName,
+  capacity: number,
+): QuotaLeaseParams | undefined {
+  if (input === undefined || input === false) return undefined;
+  if (!LEASABLE.has(algorithm)) {
+    throw new TypeError(
+      `${option}: not allowed for '${algorithm}': only 'fixed-window', 'sliding-window', 'token-bucket' and 'gcra' rules can lease quota`,
+    );
+  }
+  if (input === true) return { max: Math.min(DEFAULT_LEASE_MAX, capacity) };
+  checkOptions(input, {
+    owner: option,
+    expected: 'true or { max }',
+    known: QUOTA_LEASE_KEYS,
+    rejectArrays: true,
+    unknown: (name, known) => `${option}.${name}: unknown option; quotaLease takes ${known}`,
+  });
+  const { max } = input as QuotaLeaseOptions;
+  return {
+    max:
+      max === undefined
+        ? Math.min(DEFAULT_LEASE_MAX, capacity)
+        : positiveInteger(max, `${option}.max`, capacity),
+  };
 }
 
 function blockDuration(value: unknown, option: string): number {

@@ -7,7 +7,14 @@
  */
 import { relative } from 'node:path';
 
-export const SCENARIOS = ['decisions', 'redis-cost', 'memory-store', 'http', 'clock-skew'] as const;
+export const SCENARIOS = [
+  'decisions',
+  'redis-cost',
+  'memory-store',
+  'http',
+  'clock-skew',
+  'hot-key',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface Settings {

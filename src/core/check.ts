@@ -11,6 +11,7 @@ import type { RuleOutcome, Store } from '../stores/types.js';
 import { type Decision, decide } from './decision.js';
 import type { DenyCache } from './deny-cache.js';
 import { createHeadCache } from './head-cache.js';
+import { type Leases, RETRY, TAKE } from './leases.js';
 import { answerLocally } from './local-answers.js';
 import { blockedDecision, learnOverride, type OverrideCache } from './overrides.js';
 import { type Plans, type RuleSet, storedRulesWith } from './plans.js';
@@ -36,6 +37,8 @@ export interface CheckContext {
   /** Whether `onStoreError` is a fallback store (then reservations made there can be settled). */
   readonly fallbackStore: boolean;
   readonly invalidOverride: (info: { key: string; value: string; cause: unknown }) => void;
+  /** Quota slices of hot keys (`quotaLease`), when the store can lease. */
+  readonly leases: Leases | undefined;
 }
 
 export interface Checks {
@@ -68,8 +71,19 @@ function denyKey(keyHeadValue: string, plan: string | undefined): string {
 }
 
 export function createChecks(context: CheckContext): Checks {
-  const { prefix, plans, caller, store, denyCache, overrides, tickets, holding, clock, fallbackStore } =
-    context;
+  const {
+    prefix,
+    plans,
+    caller,
+    store,
+    denyCache,
+    overrides,
+    tickets,
+    holding,
+    clock,
+    fallbackStore,
+    leases,
+  } = context;
   const local = store.inProcess;
   const cachedHead = createHeadCache(prefix, local?.maxKeys);
 
@@ -116,6 +130,15 @@ export function createChecks(context: CheckContext): Checks {
       const cached = cachedHead(key);
       const keyHeadValue = cached.head;
       const planned = plans.select(options?.plan);
+      // Decided once per rule set: a set without quotaLease pays only this test.
+      if (
+        planned.leased &&
+        consume &&
+        leases !== undefined &&
+        (overrides.size === 0 || overrides.get(keyHeadValue) === undefined)
+      ) {
+        return evaluateLeased(key, keyHeadValue, cost, planned, leases);
+      }
       if (store.local !== true || (overrides.size > 0 && overrides.get(keyHeadValue) !== undefined)) {
         return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
       }
@@ -138,6 +161,51 @@ export function createChecks(context: CheckContext): Checks {
       return Promise.resolve(conclude(keyHeadValue, rules, reply.outcomes, cost, false, planned, consume));
     } catch (error) {
       return Promise.reject(error);
+    }
+  }
+
+  /**
+   * A check of a leased rule set on a key with no override known: from this process's slice when
+   * it holds one, else by taking one (a denied take is cached as any denial), else the general path.
+   */
+  function evaluateLeased(
+    key: string,
+    keyHeadValue: string,
+    cost: number,
+    set: RuleSet,
+    leased: Leases,
+  ): Promise<Decision> {
+    const answer = leased.local(keyHeadValue, set, cost);
+    if (answer === undefined) return evaluateThroughCaller(key, keyHeadValue, cost, set, true);
+    if (answer !== TAKE)
+      return Promise.resolve(conclude(keyHeadValue, set.rules, answer, cost, false, set, true));
+    return takeLeased(key, keyHeadValue, cost, set, leased);
+  }
+
+  async function takeLeased(
+    key: string,
+    keyHeadValue: string,
+    cost: number,
+    set: RuleSet,
+    leased: Leases,
+  ): Promise<Decision> {
+    const cacheKey = denyKey(keyHeadValue, set.plan);
+    for (;;) {
+      if (denyCache !== undefined && cost <= set.smallestCapacity) {
+        const cached = denyCache.get(cacheKey, cost, clock());
+        if (cached !== undefined) return cached;
+      }
+      const taken = await leased.take(keyHeadValue, set, cost);
+      if (taken === undefined) return evaluateThroughCaller(key, keyHeadValue, cost, set, true);
+      if (taken === RETRY) {
+        const again = leased.local(keyHeadValue, set, cost);
+        if (again === undefined) return evaluateThroughCaller(key, keyHeadValue, cost, set, true);
+        if (again !== TAKE) return conclude(keyHeadValue, set.rules, again, cost, false, set, true);
+        continue;
+      }
+      const decision = conclude(keyHeadValue, set.rules, taken, cost, false, set, true);
+      if (denyCache !== undefined && !decision.allowed) denyCache.remember(cacheKey, cost, decision, clock());
+      return decision;
     }
   }
 

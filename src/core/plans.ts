@@ -16,6 +16,8 @@ export interface RuleSet {
   readonly smallestCapacity: number;
   /** Whether some rule holds slots until released (concurrency): its checks must be released. */
   readonly holdsSlots: boolean;
+  /** Whether its rules lease quota (`quotaLease`): decided here once, so a check tests one flag. */
+  readonly leased: boolean;
 }
 
 export interface Plans {
@@ -40,6 +42,12 @@ const RESERVED_PLAN = 'override';
 
 /** Makes a rule set whose rules are shown as `<qualifier>.<name>` but stored under `<name>`. */
 export function ruleSet(rules: readonly ResolvedRule[], plan: string | undefined, qualifier = plan): RuleSet {
+  const leasing = rules.filter((rule) => rule.quotaLease !== undefined).length;
+  if (leasing > 0 && leasing < rules.length) {
+    throw new TypeError(
+      `${qualifier ?? 'rules'}: quotaLease is set on ${leasing} of ${rules.length} rules; set it on every rule of a rule set or on none (a check is answered from slices only when all its rules have one)`,
+    );
+  }
   const shown =
     qualifier === undefined ? rules : rules.map((rule) => ({ ...rule, name: `${qualifier}.${rule.name}` }));
   return {
@@ -47,6 +55,7 @@ export function ruleSet(rules: readonly ResolvedRule[], plan: string | undefined
     rules: Object.freeze(shown),
     smallestCapacity: Math.min(...rules.map((rule) => rule.capacity)),
     holdsSlots: rules.some((rule) => rule.algorithm.slots !== undefined),
+    leased: leasing > 0,
   };
 }
 

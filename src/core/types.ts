@@ -18,6 +18,14 @@ export interface ResolvedRule {
   readonly shadow: boolean;
   /** The rule's block periods (see algorithms/block.ts), or undefined when it has none. */
   readonly block: BlockParams | undefined;
+  /** Quota leasing (see core/leases.ts), or absent when the rule has none. */
+  readonly quotaLease?: QuotaLeaseParams;
+}
+
+/** A rule's validated `quotaLease`. */
+export interface QuotaLeaseParams {
+  /** The largest slice, in units. */
+  readonly max: number;
 }
 
 export interface CheckOptions {

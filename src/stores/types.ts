@@ -42,6 +42,14 @@ export interface Evaluated {
   readonly overrideTtlMs?: number;
 }
 
+/** A store's answer to `lease`: the units taken (0: denied, nothing taken) and each rule's outcome. */
+export interface Leased {
+  /** Units taken from every rule, from `cost` to the units asked for; 0 when some rule denied `cost`. */
+  readonly granted: number;
+  /** Per rule, the outcome of a check of `granted` units (of `cost` when denied). */
+  readonly outcomes: readonly RuleOutcome[];
+}
+
 /** The rules' outcomes, or the news that the key's override changed. */
 export type EvaluateReply = Evaluated | OverrideChanged;
 
@@ -160,6 +168,22 @@ export interface Store {
     tokens: readonly number[],
     action: SlotAction,
   ): Promise<number>;
+  /**
+   * Takes a quota slice for `rules` (all leasable, without blocks) of the key under `head`, in one
+   * atomic call: first gives back `returned` unused units of the caller's last slice (its rules'
+   * `tokens`), then takes up to `want` units (at least `cost`) from every rule, as many as each
+   * admits now (see core/leases.ts). Compares the key's override with `overrideSeen` first, as
+   * `evaluate` does. Stores without it cannot lease: the limiter then checks each request.
+   */
+  lease?(
+    head: string,
+    rules: readonly ResolvedRule[],
+    cost: number,
+    want: number,
+    returned: number,
+    tokens: readonly number[],
+    overrideSeen: string,
+  ): Promise<Leased | OverrideChanged>;
   /**
    * Risks in the store's configuration, looked up once (later calls share the answer), e.g. a
    * Redis `maxmemory-policy` that may evict overrides. Resolves empty when it cannot tell; never

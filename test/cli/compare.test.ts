@@ -163,6 +163,41 @@ describe('floodgate compare', () => {
     expect(text).toContain('<pre>floodgate compare: limit 5 per 1s');
   });
 
+  it('--lease: processes at uneven rates on one key, without and with quotaLease, never above the limit', async () => {
+    const result = await runCli([
+      'compare',
+      '--lease',
+      '--redis',
+      redis.url,
+      '--limit',
+      '300/300ms',
+      '--processes',
+      '3',
+      '--json',
+    ]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as {
+      processes: number;
+      runs: {
+        quotaLease: boolean;
+        samples: { admitted: number; callsPerDecision: number; stranded: number }[];
+      }[];
+    };
+    expect(report.processes).toBe(3);
+    expect(report.runs.map((run) => run.quotaLease)).toEqual([false, true]);
+    for (const run of report.runs) {
+      expect(run.samples.length).toBeGreaterThanOrEqual(20);
+      for (const sample of run.samples) expect(sample.admitted).toBeLessThanOrEqual(300);
+    }
+    const [without, withLease] = report.runs.map((run) => run.samples.at(-1)?.callsPerDecision ?? 1);
+    expect(withLease).toBeLessThan(without as number);
+    expect(await rawCommand(redis.port, 'DBSIZE')).toBe(':0');
+    expect((await runCli(['compare', '--lease', '--limit', '10'])).stderr).toContain(
+      '--lease: needs --redis URL: slices are taken from a shared Redis',
+    );
+  });
+
   it('measures Redis memory per key and one script call per decision on a real Redis, and cleans up', async () => {
     const result = await runCli([
       'compare',

@@ -132,6 +132,36 @@ describe('all five algorithms in one limiter', () => {
   });
 });
 
+describe('quotaLease on Redis Cluster', () => {
+  it("takes a hot key's slices on its own shard, through every client: the limit exactly, few calls", async () => {
+    const rules = [
+      // Buckets, whose 7-day refill adds no unit during the test: no window boundary to straddle.
+      { name: 'gc', algorithm: 'gcra', limit: 3000, window: '7d', quotaLease: true },
+      { name: 'tb', algorithm: 'token-bucket', limit: 3000, window: '7d', quotaLease: { max: 100 } },
+    ] as const;
+    for (const { name, store } of clients.stores) {
+      await resetStats();
+      const limiter = createLimiter({ rules: [...rules], store, prefix: `lease-${name}`, timeout: '5s' });
+      const key = `hot-${name}`;
+      let admitted = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          for (let i = 0; i < 500; i++) if ((await limiter.check(key)).allowed) admitted++;
+        }),
+      );
+      await limiter.close();
+      expect(admitted, name).toBe(3000);
+      const owner = masterOf(keySlot(redisKeys(limiter, key)[0] as string));
+      const calls = (await nodeStats(owner, 'commandstats')).cmdstat_fcall?.calls ?? 0;
+      // 4,000 checks: 8 before the key is hot, then slices of up to 100 units, and denials cached.
+      expect(calls, name).toBeLessThanOrEqual(200);
+      // Every call (takes, give-backs) went to the key's own master.
+      expect(sum(await sumStat('commandstats', 'cmdstat_fcall', 'calls')), name).toBe(calls);
+      expect(sum(await sumStat('errorstats', 'errorstat_CROSSSLOT', 'count'))).toBe(0);
+    }
+  });
+});
+
 describe('rule sets at the bound a limiter accepts', () => {
   it('40 concurrent checks of 1,000 rules each are decided exactly, through ioredis and node-redis', async () => {
     // The shared ioredis clients fail a command after 1 s (for the failover tests); a call of

@@ -18,7 +18,7 @@ describe("the report's list of what was tried", () => {
 
   it('is a section of the report with one row per attempt, linked to its log entry', () => {
     const section = triedSection();
-    expect(section.startsWith('## 6. What was tried, and what each change gained\n')).toBe(true);
+    expect(section.startsWith('## 7. What was tried, and what each change gained\n')).toBe(true);
     const rows = section.split('\n').filter((line) => line.includes('](docs/bench-log.md#'));
     expect(rows).toHaveLength(ATTEMPTS.length);
     ATTEMPTS.forEach((attempt, i) => {

@@ -6,19 +6,14 @@
  * clock) during a run; a run that takes too long for that, or straddles a window boundary, is
  * detected with Redis TIME and repeated.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AlgorithmName } from '../../src/index.js';
 import type { HammerJob, HammerResult } from '../support/hammer.js';
+import { startWorker, type Worker } from '../support/hammer-workers.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { redisTimeMs } from '../support/redis-time.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const HAMMER = fileURLToPath(new URL('../support/hammer.ts', import.meta.url));
 const PROCESSES = 4;
 const CHECKS = 100;
 const LIMIT = 50;
@@ -42,11 +37,6 @@ const CASES: Case[] = [
   { algorithm: 'sliding-window', window: 60_000, exactForMs: 60_000, aligned: true },
 ];
 
-interface Worker {
-  run(job: HammerJob): Promise<HammerResult>;
-  stop(): Promise<void>;
-}
-
 let server: RedisServer;
 let client: Redis;
 let workers: Worker[] = [];
@@ -63,52 +53,6 @@ afterAll(async () => {
   client?.disconnect();
   await server?.stop();
 });
-
-function startWorker(port: number): Promise<Worker> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', HAMMER, String(port)], {
-    cwd: ROOT,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const pending = new Map<
-    number,
-    { resolve: (result: HammerResult) => void; reject: (error: Error) => void }
-  >();
-  const exited = once(child, 'exit');
-  return new Promise((resolve, reject) => {
-    void exited.then(() => {
-      const error = new Error(`hammer worker exited: ${stderr}`);
-      reject(error);
-      for (const { reject: rejectJob } of pending.values()) rejectJob(error);
-    });
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      if (line === 'ready') {
-        resolve({
-          run(job) {
-            return new Promise((resolveJob, rejectJob) => {
-              pending.set(job.id, { resolve: resolveJob, reject: rejectJob });
-              child.stdin?.write(`${JSON.stringify(job)}\n`);
-            });
-          },
-          async stop() {
-            if (child.exitCode !== null || child.signalCode !== null) return;
-            child.stdin?.end();
-            const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-            await exited;
-            clearTimeout(timer);
-          },
-        });
-        return;
-      }
-      const result = JSON.parse(line) as HammerResult;
-      pending.get(result.id)?.resolve(result);
-      pending.delete(result.id);
-    });
-  });
-}
 
 /** All workers hammer one fresh key at once; repeated while a run is too long to be exact. */
 async function hammerOneKey(

@@ -24,6 +24,12 @@ export interface HammerJob {
   skewMs: number;
   /** The limiter's store deadline, default SLOW_MACHINE_TIMEOUT. */
   timeout?: number;
+  /** The rule's quotaLease; the limiter is closed (slices given back) before the result is printed. */
+  quotaLease?: true | { max: number };
+  /** Count admissions per aligned window of the real clock (which Redis TIME reads on this machine). */
+  perWindow?: boolean;
+  /** After printing the result, block this process (no timer runs, no slice goes back) until it is killed. */
+  hold?: boolean;
 }
 
 export interface HammerResult {
@@ -35,6 +41,8 @@ export interface HammerResult {
   errors: string[];
   /** What this process's Date.now said minus the real time, as seen during the job. */
   skewSeen: number;
+  /** With `perWindow`: admissions by window number (real time / window), of checks begun and answered in one window. */
+  perWindow?: Record<string, number>;
 }
 
 const realNow = Date.now.bind(Date);
@@ -50,9 +58,17 @@ async function hammer(job: HammerJob): Promise<HammerResult> {
     timeout: job.timeout ?? SLOW_MACHINE_TIMEOUT,
     store,
     prefix: 'hammer',
-    rules: { name: 'r', algorithm: job.algorithm, limit: job.limit, window: job.window },
+    rules: {
+      name: 'r',
+      algorithm: job.algorithm,
+      limit: job.limit,
+      window: job.window,
+      ...(job.quotaLease === undefined ? {} : { quotaLease: job.quotaLease }),
+    },
   });
   const result: HammerResult = { id: job.id, admitted: 0, denied: 0, degraded: 0, errors: [], skewSeen: 0 };
+  const perWindow: Record<string, number> = {};
+  const windowOf = (ms: number) => String(Math.floor(ms / job.window));
   let next = 0;
   const stopAt = job.durationMs === undefined ? undefined : performance.now() + job.durationMs;
   const more = () => (stopAt === undefined ? next < job.checks : performance.now() < stopAt);
@@ -60,9 +76,16 @@ async function hammer(job: HammerJob): Promise<HammerResult> {
     while (more()) {
       next++;
       try {
+        const began = realNow();
         const decision = await limiter.check(job.key);
-        if (decision.allowed) result.admitted++;
-        else result.denied++;
+        if (decision.allowed) {
+          result.admitted++;
+          if (job.perWindow === true) {
+            // A check that spanned a boundary could belong to either window: it is not counted.
+            const window = windowOf(realNow());
+            if (window === windowOf(began)) perWindow[window] = (perWindow[window] ?? 0) + 1;
+          }
+        } else result.denied++;
         if (decision.degraded !== false) result.degraded++;
       } catch (error) {
         result.errors.push(String(error));
@@ -72,6 +95,8 @@ async function hammer(job: HammerJob): Promise<HammerResult> {
   // Rounded: the two clock reads may straddle a millisecond tick.
   result.skewSeen = Math.round((Date.now() - realNow()) / 100) * 100;
   await Promise.all(Array.from({ length: job.concurrency }, lane));
+  if (job.perWindow === true) result.perWindow = perWindow;
+  if (job.quotaLease !== undefined && job.hold !== true) await limiter.close();
   return result;
 }
 
@@ -81,7 +106,14 @@ const jobs: Promise<void>[] = [];
 for await (const line of createInterface({ input: process.stdin })) {
   if (line.trim() === '') continue;
   const job = JSON.parse(line) as HammerJob;
-  jobs.push(hammer(job).then((result) => void process.stdout.write(`${JSON.stringify(result)}\n`)));
+  jobs.push(
+    hammer(job).then((result) => {
+      process.stdout.write(`${JSON.stringify(result)}\n`, () => {
+        // Blocks the event loop, so no timer gives this process's slice back before it is killed.
+        if (job.hold === true) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60_000);
+      });
+    }),
+  );
 }
 await Promise.all(jobs);
 client.disconnect();

@@ -1,6 +1,7 @@
 /** `floodgate compare`: parse the options, run the comparison, print the table, JSON or a chart. */
 import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
+import type { Redis } from 'ioredis';
 import type { AlgorithmName } from '../../index.js';
 import { MAX_UNITS_TIMES_WINDOW, RATE_ALGORITHM_NAMES, SLIDING_LOG_MAX_LIMIT } from '../../internal.js';
 import {
@@ -15,6 +16,7 @@ import {
 import { createProgress } from '../progress.js';
 import { connectRedis, redisTargetFrom } from '../redis.js';
 import { renderHtml, renderSvg } from './chart.js';
+import { leaseText, runLeaseComparison } from './lease.js';
 import { buildReport, reportJson, reportText } from './report.js';
 import { type CompareSettings, runComparison } from './run.js';
 import { SCENARIO_NAMES, type ScenarioName } from './scenarios.js';
@@ -36,6 +38,11 @@ Options:
   --seed N            seed of the random scenarios (default 1)
   --redis URL         also replay every run on this Redis to measure MEMORY USAGE per key and the
                       commands per decision (writes under a unique prefix, deletes it afterwards)
+  --lease             instead: N processes (--processes, default 4) at uneven rates share one
+                      fixed-window key on --redis (required), without and then with quotaLease,
+                      for 3 windows in real time; prints Redis calls per decision and the quota
+                      stranded in slices every tenth of a window
+  --processes N       processes of --lease (default 4)
   --json              print the results as JSON on stdout
   --chart FILE        write admitted vs rejected over time per algorithm to FILE (.svg or .html)
   --progress          show progress on stderr even when stderr is not a terminal
@@ -56,6 +63,8 @@ const OPTIONS = {
   json: { type: 'boolean' },
   chart: { type: 'string' },
   progress: { type: 'boolean' },
+  lease: { type: 'boolean' },
+  processes: { type: 'string' },
 } as const;
 
 /** Largest limit compare accepts: its scenarios send up to 30 × the limit per client. */
@@ -68,6 +77,7 @@ export function parseCompareSettings(argv: readonly string[]): {
   chart?: string;
   redis?: string;
   progress: boolean;
+  lease?: { processes: number };
 } {
   const parsed = parseCommandArgs('compare', argv, OPTIONS, 0);
   const limitText = stringOption(parsed, 'limit');
@@ -114,6 +124,12 @@ export function parseCompareSettings(argv: readonly string[]): {
   }
   const redis = stringOption(parsed, 'redis');
   if (redis !== undefined) redisTargetFrom(redis, undefined, {});
+  const lease = parsed.values.lease === true;
+  const processesText = stringOption(parsed, 'processes');
+  if (lease && redis === undefined) {
+    throw new UsageError('--lease: needs --redis URL: slices are taken from a shared Redis');
+  }
+  if (!lease && processesText !== undefined) throw new UsageError('--processes: only with --lease');
   return {
     help: parsed.values.help === true,
     settings: {
@@ -130,6 +146,13 @@ export function parseCompareSettings(argv: readonly string[]): {
     ...(chart !== undefined ? { chart } : {}),
     ...(redis !== undefined ? { redis } : {}),
     progress: parsed.values.progress === true,
+    ...(lease
+      ? {
+          lease: {
+            processes: processesText === undefined ? 4 : integerOption(processesText, '--processes', 1, 64),
+          },
+        }
+      : {}),
   };
 }
 
@@ -147,12 +170,36 @@ function listOption(value: string, flag: string, allowed: readonly string[]): st
   return items;
 }
 
+async function compareLeases(options: ReturnType<typeof parseCompareSettings>): Promise<number> {
+  const connection = await connectRedis({ url: options.redis as string }, { persistent: false });
+  const settings = {
+    limit: options.settings.limit,
+    windowMs: options.settings.windowMs,
+    processes: (options.lease as { processes: number }).processes,
+    windows: 3,
+  };
+  try {
+    const runs = await runLeaseComparison(settings, connection.client, connection.masters()[0] as Redis);
+    process.stdout.write(
+      options.json ? `${JSON.stringify({ ...settings, runs })}\n` : leaseText(settings, runs),
+    );
+  } catch (error) {
+    throw new RuntimeFailure(
+      `compare --lease on Redis (${connection.label}) failed: ${(error as Error).message}`,
+    );
+  } finally {
+    await connection.close();
+  }
+  return 0;
+}
+
 export async function compareCommand(argv: readonly string[]): Promise<number> {
   const options = parseCompareSettings(argv);
   if (options.help) {
     process.stdout.write(COMPARE_HELP);
     return 0;
   }
+  if (options.lease !== undefined) return compareLeases(options);
   const progress = createProgress(process.stderr, options.progress);
   const connection =
     options.redis === undefined

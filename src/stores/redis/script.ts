@@ -28,6 +28,14 @@
  *       then per rule: code, limit, windowMs, capacity, the token its check returned.
  *   'f' release and 'n' renew a request's concurrency slots: as 's' (the actual cost unused);
  *       replies the number of live slots released or renewed.
+ *   'q' take a quota slice (see core/leases.ts): KEYS as for a check (its rules have no blocks).
+ *       ARGV: mode, units wanted, now, cost, the override the caller knows ('' for none), unused
+ *       units of the caller's last slice given back first (as a settle of them), then per rule
+ *       "code,limit,windowMs,capacity,token" (the token of the slice given back). Takes g units
+ *       from every rule at once, cost <= g <= wanted, at most a quarter of what the tightest rule
+ *       admits now (never less than cost), or none when some rule denies cost. Reply as a
+ *       check's when the override is not the one known; otherwise g (0: denied, nothing taken)
+ *       then per rule the six integers of a check of g units (of cost when denied).
  *   'r' reset: KEYS as for a check; deletes the rule keys (not the override).
  *   'o' set override: KEYS = { override key }. ARGV: mode, ttl ms (0: none), now, value.
  *       Stores "expiresAt:value" (expiresAt 0: none) and replies expiresAt.
@@ -302,6 +310,55 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
   return n, kb
 end
 
+-- A quota slice ('q', see the header of script.ts): give back, then take, every rule at once.
+local function takeSlice()
+  local want, cost, seen, returned = tonumber(ARGV[2]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+  local current = ''
+  local stored = get(1)
+  if stored then
+    local value = liveOverride(stored)
+    if value then current = value end
+  end
+  if current ~= seen then return { 'override', current } end
+  local rules = {}
+  for a = 7, #ARGV do
+    local code, L, W, B, token = match(ARGV[a], '^(%d+),(%d+),(%d+),(%d+),(-?%d+)$')
+    rules[a - 6] = { tonumber(code), tonumber(L), tonumber(W), tonumber(B), tonumber(token) }
+  end
+  local k = 2
+  for i = 1, #rules do
+    local r = rules[i]
+    if returned > 0 then SETTLERS[r[1]](k, r[2], r[3], r[4], r[5], returned, -returned) end
+    r[6] = k
+    k = k + KEY_COUNTS[r[1]]
+  end
+  -- Near the limit a slice shrinks to a quarter of what is left, so other processes still get some.
+  local grant = want
+  for i = 1, #rules do
+    local r = rules[i]
+    local allowed, remaining = EVALUATORS[r[1]](r[6], r[2], r[3], r[4], cost)
+    if not allowed then
+      grant = 0
+      break
+    end
+    grant = min(grant, max(cost, floor(remaining / 4)))
+  end
+  local units = grant > 0 and grant or cost
+  local out, n = { grant }, 1
+  for i = 1, #rules do
+    local r = rules[i]
+    local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
+      EVALUATORS[r[1]](r[6], r[2], r[3], r[4], units)
+    out[n + 1], out[n + 2], out[n + 3] = allowed and 1 or 0, remaining, reset
+    out[n + 4], out[n + 5], out[n + 6] = retry, resetAfter, token
+    n = n + 6
+    -- Each rule has keys of its own: committing one cannot change what the next evaluates.
+    if grant > 0 then commit(r[6], units, x, y, z, w) end
+  end
+  writeAll()
+  return out
+end
+
 -- One call: KEYS and ARGV as described in the header of script.ts.
 local function run(keys, args)
   if not unpack then
@@ -347,6 +404,7 @@ local function run(keys, args)
   end
 
   VALUES, WRITTEN, TTL, DIRTY, DIRTY_COUNT = readAll(), {}, {}, {}, 0
+  if mode == 'q' then return takeSlice() end
 
   if mode == 's' or mode == 'f' or mode == 'n' then
     local reserved = tonumber(ARGV[2])

@@ -10,6 +10,7 @@ import type { Store, StoreWarning } from '../types.js';
 import { createBatcher, MAX_BATCH_KEYS } from './batch.js';
 import { createScriptCalls } from './calls.js';
 import { type RedisClientLike, type ScriptRunner, toScriptRunner } from './client.js';
+import { redisLease } from './lease.js';
 import { memoryPolicyWarnings, readMemoryPolicies } from './memory-policy.js';
 import { redisOverrides } from './overrides.js';
 import { readinessOf } from './ready.js';
@@ -129,6 +130,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
         return Promise.reject(error);
       }
     },
+    lease: redisLease(run, now),
     async settle(head, rules, reserved, actual, tokens) {
       await afterCheck('s', head, rules, reserved, actual, tokens);
     },

@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '49232dc243e7944c1c9cd85d99cf9546f90788e3';
+const PINNED_SHA = '4b3b7926edd86997e9f8947f7ca1271d01c5a604';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;

@@ -1,0 +1,140 @@
+/**
+ * `floodgate compare --lease`: N simulated processes (each its own limiter, so its own slices) at
+ * uneven rates share one fixed-window key on a real Redis, in real time, first without and then
+ * with `quotaLease`. Every tenth of a window it samples the Redis script calls per decision so
+ * far and the quota stranded in slices: what the store counts as used in the current window
+ * minus what the processes admitted in it.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Cluster, Redis } from 'ioredis';
+import { createLimiter, type Limiter, redisStore } from '../../index.js';
+
+export interface LeaseSettings {
+  limit: number;
+  windowMs: number;
+  processes: number;
+  /** Windows each mode runs for. */
+  windows: number;
+}
+
+export interface LeaseSample {
+  /** Ms since the run began. */
+  atMs: number;
+  decisions: number;
+  callsPerDecision: number;
+  /** Admitted in the current window, by all processes (checks begun and answered in it). */
+  admitted: number;
+  /** Units the store counts as used in the current window but no process admitted (held in slices). */
+  stranded: number;
+}
+
+export interface LeaseRun {
+  quotaLease: boolean;
+  samples: LeaseSample[];
+}
+
+/** Demand: 1.5 × the limit per window, process i sending (i + 1) shares of it. */
+const DEMAND = 1.5;
+const SAMPLES_PER_WINDOW = 10;
+
+async function scriptCalls(server: Redis): Promise<number> {
+  const stats = await server.info('commandstats');
+  let calls = 0;
+  for (const match of stats.matchAll(/cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/g))
+    calls += Number(match[1]);
+  return calls;
+}
+
+async function oneRun(
+  settings: LeaseSettings,
+  client: Redis | Cluster,
+  server: Redis,
+  quotaLease: boolean,
+): Promise<LeaseRun> {
+  const { limit, windowMs, processes } = settings;
+  const prefix = `floodgate-compare-lease-${process.pid}-${Date.now()}`;
+  const rule = { name: 'shared', algorithm: 'fixed-window', limit, window: windowMs } as const;
+  const limiters: Limiter[] = Array.from({ length: processes }, () =>
+    createLimiter({
+      rules: quotaLease ? { ...rule, quotaLease: true } : rule,
+      store: redisStore({ client }),
+      prefix,
+      timeout: '1s',
+    }),
+  );
+  const observer = createLimiter({ rules: rule, store: redisStore({ client }), prefix });
+  const shares = (processes * (processes + 1)) / 2;
+  const started = performance.now();
+  const stopAt = started + settings.windows * windowMs;
+  let decisions = 0;
+  const admittedIn = new Map<number, number>();
+  const callsBefore = await scriptCalls(server);
+  const senders = limiters.map(async (limiter, i) => {
+    const perMs = (DEMAND * limit * (i + 1)) / shares / windowMs;
+    let sent = 0;
+    while (performance.now() < stopAt) {
+      const due = Math.floor((performance.now() - started) * perMs);
+      const checks: Promise<void>[] = [];
+      for (; sent < due; sent++) {
+        const began = Math.floor(Date.now() / windowMs);
+        checks.push(
+          limiter.check('key').then((decision) => {
+            decisions++;
+            // A check whose round trip spanned a window's end could count in either: left out.
+            const window = Math.floor(Date.now() / windowMs);
+            if (decision.allowed && window === began)
+              admittedIn.set(window, (admittedIn.get(window) ?? 0) + 1);
+          }),
+        );
+      }
+      await Promise.all(checks);
+      await sleep(1);
+    }
+  });
+  const samples: LeaseSample[] = [];
+  const sampling = (async () => {
+    for (let n = 1; performance.now() < stopAt; n++) {
+      await sleep(Math.max(0, started + (n * windowMs) / SAMPLES_PER_WINDOW - performance.now()));
+      const peek = await observer.peek('key');
+      const used = limit - (peek.allowed ? peek.remaining + 1 : 0);
+      const admitted = admittedIn.get(Math.floor(Date.now() / windowMs)) ?? 0;
+      const calls = (await scriptCalls(server)) - callsBefore;
+      samples.push({
+        atMs: Math.round(performance.now() - started),
+        decisions,
+        callsPerDecision: decisions === 0 ? 0 : calls / decisions,
+        admitted,
+        stranded: Math.max(0, used - admitted),
+      });
+    }
+  })();
+  await Promise.all([...senders, sampling]);
+  await Promise.all(limiters.map((limiter) => limiter.close()));
+  await observer.reset('key');
+  return { quotaLease, samples };
+}
+
+/** Runs the comparison: without leasing, then with it. */
+export async function runLeaseComparison(
+  settings: LeaseSettings,
+  client: Redis | Cluster,
+  server: Redis,
+): Promise<LeaseRun[]> {
+  return [await oneRun(settings, client, server, false), await oneRun(settings, client, server, true)];
+}
+
+export function leaseText(settings: LeaseSettings, runs: readonly LeaseRun[]): string {
+  const lines = [
+    `floodgate compare --lease: ${settings.processes} processes at uneven rates (1 : 2 : … : ${settings.processes}) sending ${DEMAND} × the limit, one fixed-window key, limit ${settings.limit} per ${settings.windowMs} ms`,
+  ];
+  for (const run of runs) {
+    lines.push('', run.quotaLease ? 'with quotaLease:' : 'without quotaLease:');
+    lines.push('    ms  decisions  Redis calls/decision  admitted in window  stranded (held in slices)');
+    for (const sample of run.samples) {
+      lines.push(
+        `${String(sample.atMs).padStart(6)}  ${String(sample.decisions).padStart(9)}  ${sample.callsPerDecision.toFixed(4).padStart(20)}  ${String(sample.admitted).padStart(18)}  ${String(sample.stranded).padStart(8)}`,
+      );
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
