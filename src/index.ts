@@ -22,7 +22,7 @@ export type { ApiKeyOrAddress, ApiKeyOrAddressOptions } from './http/known-key.j
 export { apiKeyOrAddress } from './http/known-key.js';
 export type { Limiter, LimiterEvents, LimiterOptions, RuleInfo } from './limiter.js';
 export { createLimiter } from './limiter.js';
-export type { RuleOptions } from './rules.js';
+export type { RuleCounts, RuleOptions } from './rules.js';
 export type { MemoryStoreOptions } from './stores/memory/store.js';
 export { memoryStore } from './stores/memory/store.js';
 export type { RedisClientLike, ScriptRunner } from './stores/redis/client.js';

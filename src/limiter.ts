@@ -30,7 +30,7 @@ import { checkOptions } from './options.js';
 import { createCircuitBreaker } from './resilience/breaker.js';
 import { createDeadlines, TIMED_OUT } from './resilience/deadline.js';
 import { createStoreCaller, type StoreErrorPolicy } from './resilience/store-caller.js';
-import { booleanOption, positiveInteger, type RuleOptions } from './rules.js';
+import { booleanOption, positiveInteger, type RuleCounts, type RuleOptions } from './rules.js';
 import { memoryStore } from './stores/memory/store.js';
 import type { Store, StoreWarning } from './stores/types.js';
 
@@ -91,6 +91,8 @@ export interface RuleInfo {
   readonly windowMs: number;
   /** `burst` for token-bucket and gcra, otherwise `limit`. */
   readonly capacity: number;
+  /** What a check takes from it: `'requests'` 1, `'cost'` the check's cost (see `RuleOptions.counts`). */
+  readonly counts: RuleCounts;
 }
 
 /** Events a limiter emits, for logs and metrics. */
@@ -351,6 +353,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const ticket = tickets.take(decision);
     if (ticket.where === undefined || units === ticket.reserved) return;
     const { head: keyHeadValue, rules, reserved, where } = ticket;
+    // Rules that count requests took 1 whatever the cost: with no other, there is nothing to settle.
+    if (!rules.some((rule) => rule.counts === 'cost')) return;
     const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokensOf(ticket));
     // A refund can make room for a request a cached denial would turn away.
     if (applied && units < reserved) forgetDenials(keyHeadValue);
@@ -446,5 +450,6 @@ function describeRule(rule: ResolvedRule): RuleInfo {
     limit: rule.limit,
     windowMs: rule.windowMs,
     capacity: rule.capacity,
+    counts: rule.counts,
   });
 }

@@ -20,8 +20,9 @@ export interface RuleOptions {
   /** `'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra' | 'concurrency'`. */
   algorithm: AlgorithmName;
   /**
-   * Units (requests, or cost units) admitted per window: a positive integer. For `'concurrency'`:
-   * the most slots held at once (a check takes `cost` slots, 1 by default).
+   * Units (requests, or cost units; see `counts`) admitted per window: a positive integer. For
+   * `'concurrency'`: the most slots held at once (a check takes `cost` slots, 1 by default, or 1
+   * whatever the cost with `counts: 'requests'`).
    */
   limit: number;
   /**
@@ -49,6 +50,13 @@ export interface RuleOptions {
    */
   block?: Duration | BlockOptions;
   /**
+   * What a check takes from this rule: `'cost'` (default) takes the check's `cost`; `'requests'`
+   * takes 1 whatever the cost, so one check can count requests and tokens at once (RPM + TPM).
+   * Settling changes only `'cost'` rules. A `'concurrency'` rule counting requests holds one
+   * slot per request.
+   */
+  counts?: RuleCounts;
+  /**
    * Quota leasing for hot keys on a shared store (see docs/leasing.md): a process takes a slice of
    * the key's quota in one store call and admits the next checks from it locally, never above the
    * limit. `true`, or `{ max }`: the largest slice in units (default 1000, at most the capacity).
@@ -62,6 +70,9 @@ export interface QuotaLeaseOptions {
   /** The largest slice a process takes at once, in units: an integer from 1 to the rule's capacity. Default 1000 (or the capacity). */
   max?: number;
 }
+
+/** What a rule counts (see `RuleOptions.counts`). */
+export type RuleCounts = 'requests' | 'cost';
 
 /** A rule's escalating block (see `RuleOptions.block`). */
 export interface BlockOptions {
@@ -97,6 +108,7 @@ const RULE_KEYS = new Set([
   'lease',
   'shadow',
   'block',
+  'counts',
   'quotaLease',
 ]);
 const QUOTA_LEASE_KEYS = new Set(['max']);
@@ -182,10 +194,16 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
   }
   const shadow = shadowAll || booleanOption(rule.shadow, `${option}.shadow`);
   const block = rule.block === undefined ? undefined : resolveBlock(rule.block, `${option}.block`);
+  const counts = countsOf(rule.counts, `${option}.counts`);
   const quotaLease = resolveQuotaLease(rule.quotaLease, `${option}.quotaLease`, algorithm.name, capacity);
   if (quotaLease !== undefined && (shadow || block !== undefined)) {
     throw new TypeError(
       `${option}.quotaLease: not allowed with ${shadow ? 'shadow' : 'block'}: slices are admitted locally, where a ${shadow ? 'shadow rule cannot report its would-be denials' : 'block cannot start'}`,
+    );
+  }
+  if (quotaLease !== undefined && counts === 'requests') {
+    throw new TypeError(
+      `${option}.quotaLease: not allowed with counts: 'requests': a slice holds the same units for every rule of its set, so each check must take its cost from each`,
     );
   }
   return {
@@ -197,8 +215,22 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
     keyTail: `:${name}:${algorithm.tag}`,
     shadow,
     block,
+    counts,
     ...(quotaLease === undefined ? {} : { quotaLease }),
   };
+}
+
+function countsOf(value: unknown, option: string): RuleCounts {
+  if (value === undefined) return 'cost';
+  if (value !== 'requests' && value !== 'cost') {
+    throw new RangeError(`${option}: ${describe(value)} must be 'requests' or 'cost'`);
+  }
+  return value;
+}
+
+/** What a check of `cost` takes from `rule`: 1 for a rule that counts requests, else `cost`. */
+export function ruleCost(rule: ResolvedRule, cost: number): number {
+  return rule.counts === 'requests' ? 1 : cost;
 }
 
 /** Validates a rule's `quotaLease`: `true`, `false`, or `{ max }`; undefined when off. */

@@ -63,6 +63,7 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
         limit: known.resolved.limit,
         windowMs: known.resolved.windowMs,
         capacity: known.resolved.capacity,
+        counts: known.resolved.counts,
         plans: [...known.plans],
         routes: known.everyRoute ? [] : [...known.routes],
         allowed: decision.allowed,
@@ -99,7 +100,7 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
         rows.map((row) => [
           row.rule,
           row.algorithm,
-          `${row.limit}/${formatDuration(row.windowMs)}${row.capacity !== row.limit ? ` burst ${row.capacity}` : ''}`,
+          `${row.limit}/${formatDuration(row.windowMs)}${row.capacity !== row.limit ? ` burst ${row.capacity}` : ''}${row.counts === 'requests' ? ' requests' : ''}`,
           describeScope(row.plans, row.routes, config),
           row.allowed ? 'allowed' : 'denied',
           String(row.remaining),

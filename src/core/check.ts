@@ -236,8 +236,10 @@ export function createChecks(context: CheckContext): Checks {
       // slot rules, whose slots usually come back (released) long before their retry time.
       const cacheKey = known === undefined && !set.holdsSlots ? denyKey(keyHeadValue, set.plan) : undefined;
       // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
+      // Rules that all count requests take 1 whatever the cost: one denial covers every cost.
+      const cacheCost = set.countsCost ? cost : 1;
       if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
-        const cached = denyCache.get(cacheKey, cost, clock());
+        const cached = denyCache.get(cacheKey, cacheCost, clock());
         if (cached !== undefined) return answerLocally(cached);
       }
       const { reply, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
@@ -255,7 +257,7 @@ export function createChecks(context: CheckContext): Checks {
       if (known?.block === true) return blockedDecision(known, degraded, clock());
       const decision = conclude(keyHeadValue, rules, reply.outcomes, cost, degraded, set, consume);
       if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
-        denyCache.remember(cacheKey, cost, decision, clock());
+        denyCache.remember(cacheKey, cacheCost, decision, clock());
       }
       return decision;
     }

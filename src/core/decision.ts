@@ -3,6 +3,7 @@
  * This is the only place where the all-or-nothing view across rules is composed.
  */
 import { NEVER } from '../algorithms/index.js';
+import { ruleCost } from '../rules.js';
 import type { RuleOutcome } from '../stores/types.js';
 import type { Degraded, ResolvedRule } from './types.js';
 
@@ -122,7 +123,7 @@ export function decide(
 
 /**
  * One rule's view, from its outcome; `allowed`: whether every rule allowed; `consume`: a check
- * (not a peek), which took its units if allowed.
+ * (not a peek), which took its units (its own share of `cost`, see ruleCost) if allowed.
  */
 function viewOf(
   rule: ResolvedRule,
@@ -133,6 +134,7 @@ function viewOf(
 ): RuleDecision {
   const ruleAllowed = outcome.allowed;
   const retry = outcome.retryAfterMs;
+  const units = ruleCost(rule, cost);
   const view: RuleDecision = {
     rule: rule.name,
     allowed: ruleAllowed,
@@ -140,7 +142,7 @@ function viewOf(
     windowMs: rule.windowMs,
     // When every enforced rule allows, the request was consumed (by each rule that allowed it):
     // show the state after it.
-    remaining: allowed && ruleAllowed ? Math.max(0, outcome.remaining - cost) : outcome.remaining,
+    remaining: allowed && ruleAllowed ? Math.max(0, outcome.remaining - units) : outcome.remaining,
     resetMs: allowed && ruleAllowed ? outcome.resetAfterMs : outcome.resetMs,
     retryAfterMs: ruleAllowed ? 0 : retry === NEVER ? Number.POSITIVE_INFINITY : retry,
   };
@@ -150,7 +152,7 @@ function viewOf(
   if (rule.block !== undefined && !ruleAllowed && consume && retry !== NEVER) view.blocked = true;
   // Slots in use: those held before, plus this request's own if it took them.
   if (rule.algorithm.slots !== undefined) {
-    view.inFlight = rule.capacity - outcome.remaining + (allowed && ruleAllowed && consume ? cost : 0);
+    view.inFlight = rule.capacity - outcome.remaining + (allowed && ruleAllowed && consume ? units : 0);
   }
   return view;
 }

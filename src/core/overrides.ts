@@ -141,6 +141,7 @@ function ruleOptionsOf(rule: ResolvedRule): RuleOptions {
     window: rule.windowMs,
   };
   if (rule.capacity !== rule.limit) options.burst = rule.capacity;
+  if (rule.counts === 'requests') options.counts = 'requests';
   return options;
 }
 

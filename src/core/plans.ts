@@ -12,8 +12,13 @@ import type { ResolvedRule } from './types.js';
 export interface RuleSet {
   readonly plan: string | undefined;
   readonly rules: readonly ResolvedRule[];
-  /** The smallest capacity among the rules (a cost above it can never pass). */
+  /**
+   * The smallest capacity among the rules that count cost (a cost above it can never pass);
+   * `Infinity` when every rule counts requests (each takes 1, whatever the cost).
+   */
   readonly smallestCapacity: number;
+  /** Whether some rule counts cost: otherwise every check takes 1 from each rule, whatever its cost. */
+  readonly countsCost: boolean;
   /** Whether some rule holds slots until released (concurrency): its checks must be released. */
   readonly holdsSlots: boolean;
   /** Whether its rules lease quota (`quotaLease`): decided here once, so a check tests one flag. */
@@ -50,10 +55,12 @@ export function ruleSet(rules: readonly ResolvedRule[], plan: string | undefined
   }
   const shown =
     qualifier === undefined ? rules : rules.map((rule) => ({ ...rule, name: `${qualifier}.${rule.name}` }));
+  const costRules = rules.filter((rule) => rule.counts === 'cost');
   return {
     plan,
     rules: Object.freeze(shown),
-    smallestCapacity: Math.min(...rules.map((rule) => rule.capacity)),
+    smallestCapacity: Math.min(...costRules.map((rule) => rule.capacity)),
+    countsCost: costRules.length > 0,
     holdsSlots: rules.some((rule) => rule.algorithm.slots !== undefined),
     leased: leasing > 0,
   };

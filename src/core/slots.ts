@@ -5,6 +5,7 @@
  * slot's id), so no raw key ever reaches the caller.
  */
 import type { StoreCaller } from '../resilience/store-caller.js';
+import { ruleCost } from '../rules.js';
 import type { RuleOutcome, SlotAction } from '../stores/types.js';
 import type { Ticket, Tickets } from './settle.js';
 import type { ResolvedRule } from './types.js';
@@ -87,7 +88,9 @@ export function createSlots(tickets: Tickets, caller: StoreCaller, clock: () => 
       const { rules } = slotRules(ticket.rules);
       if (rules.length === 0) return false;
       const renewed = await change(ticket, 'renew');
-      const all = renewed === ticket.reserved * rules.length;
+      let taken = 0;
+      for (const rule of rules) taken += ruleCost(rule, ticket.reserved);
+      const all = renewed === taken;
       if (all && !ticket.released) hold(ticket);
       return all;
     },

@@ -18,6 +18,8 @@ export interface ResolvedRule {
   readonly shadow: boolean;
   /** The rule's block periods (see algorithms/block.ts), or undefined when it has none. */
   readonly block: BlockParams | undefined;
+  /** What a check takes from it: `'requests'` 1, `'cost'` the check's cost (see ruleCost in rules.ts). */
+  readonly counts: 'requests' | 'cost';
   /** Quota leasing (see core/leases.ts), or absent when the rule has none. */
   readonly quotaLease?: QuotaLeaseParams;
 }

@@ -128,7 +128,8 @@ export interface Store {
   shardOf?(head: string): number;
   /**
    * Evaluates every rule for the key whose Redis-style head is `head` (see core/key-encoding.ts) and, when
-   * `consume` is set and all rules allow, consumes `cost` from each, atomically.
+   * `consume` is set and all rules allow, consumes `cost` from each, atomically. A rule with
+   * `counts: 'requests'` is evaluated and consumed at 1 whatever the cost (see ruleCost in rules.ts).
    * Returns (or resolves to) one outcome per rule; in-process stores answer synchronously, which
    * spares the hot path a promise.
    *
@@ -146,7 +147,8 @@ export interface Store {
   ): EvaluateReply | Promise<EvaluateReply>;
   /**
    * Settles an admitted request that reserved `reserved` units and really used `actual`, given
-   * the token each rule's outcome carried for it, on every rule atomically.
+   * the token each rule's outcome carried for it, on every rule atomically; a rule that counts
+   * requests took 1 whatever the cost and is left as it is.
    */
   settle(
     head: string,
@@ -157,7 +159,7 @@ export interface Store {
   ): Promise<void>;
   /**
    * Releases (`'release'`) or renews (`'renew'`) the slots an admitted request of `cost` holds on
-   * `rules` (concurrency rules), given the token each rule returned for it, atomically. Resolves
+   * `rules` (concurrency rules; 1 slot on a rule that counts requests), given the token each rule returned for it, atomically. Resolves
    * the number of slots that were still held (their lease not run out). Stores without it cannot
    * run concurrency rules.
    */

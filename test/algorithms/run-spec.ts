@@ -5,13 +5,19 @@
 import { expect, it } from 'vitest';
 import { createLimiter, type Decision, type Store } from '../../src/index.js';
 import { ABUSE_CASES } from './abuse-cases.js';
+import { COUNTS_CASES } from './counts-cases.js';
 import { BASE_TIME, SPEC_CASES } from './spec-cases.js';
 import { TENANT_CASES } from './tenant-cases.js';
 
 export type StoreWithClock = (clock: () => number) => Store;
 
 export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): void {
-  for (const [index, specCase] of [...SPEC_CASES, ...TENANT_CASES, ...ABUSE_CASES].entries()) {
+  for (const [index, specCase] of [
+    ...SPEC_CASES,
+    ...TENANT_CASES,
+    ...ABUSE_CASES,
+    ...COUNTS_CASES,
+  ].entries()) {
     it(specCase.name, async () => {
       let now = BASE_TIME;
       // The deny cache answers repeated denials locally with the binding rule's numbers only; the

@@ -36,7 +36,7 @@ export interface Step {
   /** Required for checks and peeks. */
   expect?: Expected;
   /** Per-rule expectations for multi-rule cases, by rule name. */
-  rules?: Record<string, Partial<Expected> & { shadow?: true }>;
+  rules?: Record<string, Partial<Expected> & { shadow?: true; inFlight?: number }>;
 }
 
 export interface SpecCase {

@@ -116,6 +116,14 @@ beforeAll(async () => {
       rules: ['100000/1m'],
       routes: [
         { name: 'hold', path: '/hold', inherit: false, concurrency: { limit: LIMIT, lease: HOLD_LEASE_MS } },
+        // A cost above the slot limit: with counts: requests each request still holds one slot.
+        {
+          name: 'costly',
+          path: '/hold-costly',
+          inherit: false,
+          cost: 3,
+          concurrency: { limit: 2, counts: 'requests' },
+        },
       ],
     }),
   );
@@ -200,4 +208,18 @@ it('SIGKILL of a gateway holding slots: they are free again once their lease run
   while ((upstream.inFlight.get(who) ?? 0) < LIMIT) await sleep(10);
   upstream.release();
   expect((await Promise.all(after)).map((reply) => reply.status)).toEqual(Array(LIMIT).fill(200));
+}, 60_000);
+
+it('a route of cost 3 with concurrency counting requests: each request holds one slot, and the gauge says so', async () => {
+  const gateway = gateways[1] as Gateway;
+  const who = '10.0.0.7';
+  const held = Array.from({ length: 2 }, () => get(`${gateway.url}/hold-costly`, who));
+  while ((upstream.inFlight.get(who) ?? 0) < 2) await sleep(10);
+  const metrics = await (await fetch(`${gateway.admin}/metrics`)).text();
+  expect(metrics).toContain('floodgate_concurrency_slots_in_use{rule="costly.concurrency"} 2');
+  const denied = await get(`${gateway.url}/hold-costly`, who);
+  expect(denied.status).toBe(429);
+  expect(JSON.parse(denied.body)).toMatchObject({ 'violated-policies': ['costly.concurrency'] });
+  upstream.release();
+  expect((await Promise.all(held)).map((reply) => reply.status)).toEqual([200, 200]);
 }, 60_000);

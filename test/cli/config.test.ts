@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parseRate } from '../../src/cli/args.js';
 import { loadConfig } from '../../src/cli/config/load.js';
 import { parseGatewayConfig, sha256Hex } from '../../src/cli/config/schema.js';
+import { describeConfig } from '../../src/cli/serve/describe.js';
 
 function error(config: unknown): string {
   try {
@@ -50,6 +51,33 @@ describe('gateway config', () => {
     ]);
     expect(parseRate('120/1m', 'x')).toEqual({ limit: 120, windowMs: 60_000 });
     expect(parseRate('7 / 500ms', 'x')).toEqual({ limit: 7, windowMs: 500 });
+  });
+
+  it('reads counts: requests | cost on rules and concurrency rules, and names the field when it is neither', () => {
+    const config = parseGatewayConfig({
+      rules: [
+        { name: 'rpm', limit: '60/1m', counts: 'requests' },
+        { name: 'tpm', limit: '90000/1m', counts: 'cost' },
+        { name: 'inflight', algorithm: 'concurrency', limit: 4, counts: 'requests' },
+      ],
+    });
+    expect(config.plans.get('default')).toEqual([
+      { name: 'rpm', algorithm: 'sliding-window', limit: 60, window: 60_000, counts: 'requests' },
+      { name: 'tpm', algorithm: 'sliding-window', limit: 90_000, window: 60_000, counts: 'cost' },
+      { name: 'inflight', algorithm: 'concurrency', limit: 4, counts: 'requests' },
+    ]);
+    expect(describeConfig(config)).toContain(
+      'plan default: rpm: sliding-window 60/1m counts requests; tpm: sliding-window 90000/1m; inflight: concurrency 4 counts requests',
+    );
+    expect(error({ rules: [{ limit: '60/1m', counts: 'tokens' }] })).toBe(
+      "rules[0].counts: \"tokens\" is not one of 'requests', 'cost'",
+    );
+    expect(error({ routes: [{ path: '/chat', rules: [{ limit: '5/1s', counts: true }] }] })).toBe(
+      "routes[0].rules[0].counts: true is not one of 'requests', 'cost'",
+    );
+    expect(error({ rules: [{ algorithm: 'concurrency', limit: 4, counts: 'request' }] })).toBe(
+      "rules[0].counts: \"request\" is not one of 'requests', 'cost'",
+    );
   });
 
   it('builds per-route rule lists per plan: own rules first, then the plan’s, unless inherit is false', () => {

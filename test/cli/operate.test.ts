@@ -21,7 +21,7 @@ const CONFIG = `
 tiers: { header: x-plan, default: free, trust: header }
 plans:
   free: [{ name: free-minute, limit: 3/1m, algorithm: sliding-log }]
-  pro: [{ name: pro-minute, limit: 10/1m, algorithm: fixed-window }]
+  pro: [{ name: pro-minute, limit: 10/1m, algorithm: fixed-window, counts: requests }]
 routes:
   - { name: upload, method: POST, path: /upload, limit: 2/1h, algorithm: token-bucket }
 `;
@@ -30,6 +30,7 @@ interface Inspected {
   key: string;
   rules: {
     rule: string;
+    counts: 'requests' | 'cost';
     allowed: boolean;
     remaining: number;
     retryAfterMs: number | null;
@@ -96,6 +97,26 @@ describe('floodgate inspect and reset', () => {
       redisKeys: [{ exists: false, ttlMs: null }],
     });
     expect(upload).toMatchObject({ plans: ['free', 'pro'], routes: ['upload'], remaining: 1 });
+    expect(inspected.rules.map((rule) => rule.counts)).toEqual(['cost', 'requests', 'cost']);
+
+    // A cost of 5: the request rule would take 1 of its 10; the 2/1h token bucket can never take 5.
+    const costly = await runCli([
+      'inspect',
+      'client-1',
+      '--config',
+      config,
+      '--redis',
+      redis.url,
+      '--plan',
+      'pro',
+      '--cost',
+      '5',
+      '--json',
+    ]);
+    expect(costly.code).toBe(0);
+    const [proCostly, uploadCostly] = (JSON.parse(costly.stdout) as Inspected).rules;
+    expect(proCostly).toMatchObject({ rule: 'pro-minute', allowed: true, remaining: 9 });
+    expect(uploadCostly).toMatchObject({ allowed: false, remaining: 2, retryAfterMs: null });
 
     // Inspect consumed nothing: the third request still passes.
     expect((await limiter.check('client-1')).allowed).toBe(true);

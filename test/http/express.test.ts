@@ -71,6 +71,85 @@ describe('express specifics', () => {
     ]);
   });
 
+  it('RPM + TPM with the cost from the request: each rule in its own units; the headers name whichever runs out first', async () => {
+    const limiter = createLimiter({
+      rules: [
+        { name: 'rpm', algorithm: 'sliding-log', counts: 'requests', limit: 3, window: '1m' },
+        { name: 'tpm', algorithm: 'sliding-log', limit: 1000, window: '1m' },
+      ],
+      store: redisStore({ client }),
+      prefix: `x-llm-${Math.random().toString(36).slice(2)}`,
+      timeout: '10s',
+    });
+    const app = express();
+    app.use(
+      rateLimit({
+        limiter,
+        key: (req) => req.get('x-user') ?? 'anonymous',
+        cost: (req) => Number(req.get('x-tokens')),
+        headers: ['draft-10', 'legacy'],
+      }),
+    );
+    app.post('/chat', (_req, res) => {
+      res.json({ ok: true });
+    });
+    const { url } = await serve(app);
+    const chat = (user: string, tokens: number) =>
+      fetch(`${url}/chat`, { method: 'POST', headers: { 'x-user': user, 'x-tokens': String(tokens) } });
+    /** Status, the binding rule's legacy headers, and every rule's remaining units. */
+    const seen = async (response: Response) => ({
+      status: response.status,
+      limit: integerField(response, 'X-RateLimit-Limit'),
+      remaining: integerField(response, 'X-RateLimit-Remaining'),
+      rules: listField(response, 'RateLimit').map((item) => [item.name, item.params.r]),
+      violated:
+        response.status === 429
+          ? ((await response.json()) as { 'violated-policies': string[] })['violated-policies']
+          : [],
+    });
+
+    // Tokens run out first: 600 of 1000, then 500 more is over tpm while rpm has 2 requests left.
+    const first = await chat('tokens', 600);
+    expect(listField(first, 'RateLimit-Policy').map((item) => [item.name, item.params.q])).toEqual([
+      ['rpm', 3],
+      ['tpm', 1000],
+    ]);
+    expect(await seen(first)).toEqual({
+      status: 200,
+      limit: 3,
+      remaining: 2,
+      rules: [
+        ['rpm', 2],
+        ['tpm', 400],
+      ],
+      violated: [],
+    });
+    expect(await seen(await chat('tokens', 500))).toEqual({
+      status: 429,
+      limit: 1000,
+      remaining: 400,
+      rules: [
+        ['rpm', 2],
+        ['tpm', 400],
+      ],
+      violated: ['tpm'],
+    });
+
+    // Requests run out first: three small requests, then a fourth is over rpm with 970 tokens left.
+    for (const left of [2, 1]) expect((await seen(await chat('requests', 10))).remaining).toBe(left);
+    expect(await seen(await chat('requests', 10))).toMatchObject({ status: 200, remaining: 0 });
+    expect(await seen(await chat('requests', 10))).toEqual({
+      status: 429,
+      limit: 3,
+      remaining: 0,
+      rules: [
+        ['rpm', 0],
+        ['tpm', 970],
+      ],
+      violated: ['rpm'],
+    });
+  });
+
   it('passes a failing key or cost function to the error handler; the server keeps serving', async () => {
     const app = express();
     app.use(

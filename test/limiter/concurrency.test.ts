@@ -186,7 +186,14 @@ describe('concurrency options', () => {
   it('defaults: a one-minute lease, and the name concurrency-<limit>', () => {
     const limiter = createLimiter({ rules: { algorithm: 'concurrency', limit: 5 } });
     expect(limiter.rules).toEqual([
-      { name: 'concurrency-5', algorithm: 'concurrency', limit: 5, windowMs: 60_000, capacity: 5 },
+      {
+        name: 'concurrency-5',
+        algorithm: 'concurrency',
+        limit: 5,
+        windowMs: 60_000,
+        capacity: 5,
+        counts: 'cost',
+      },
     ]);
   });
 });

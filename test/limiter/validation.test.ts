@@ -228,6 +228,26 @@ const CASES: Case[] = [
   ["prefix ''", limiterWith({ prefix: '' }), RangeError, ['prefix', '""', PREFIX_RANGE]],
   ["prefix 'a b'", limiterWith({ prefix: 'a b' }), RangeError, ['prefix', '"a b"', PREFIX_RANGE]],
   ['prefix 5', limiterWith({ prefix: 5 }), RangeError, ['prefix', ': 5 ', PREFIX_RANGE]],
+  // counts: 'requests' or 'cost'
+  [
+    "counts 'tokens'",
+    ruleWith({ counts: 'tokens' }),
+    RangeError,
+    ['rules.counts', '"tokens"', "must be 'requests' or 'cost'"],
+  ],
+  ['counts 1', ruleWith({ counts: 1 }), RangeError, ['rules.counts', ': 1 ', "'requests' or 'cost'"]],
+  [
+    "counts 'requests' with quotaLease",
+    ruleWith({ counts: 'requests', quotaLease: true }),
+    TypeError,
+    ['rules.quotaLease', "not allowed with counts: 'requests'"],
+  ],
+  [
+    "plan rule counts 'request'",
+    () => createLimiter({ plans: { free: [rule(), rule({ name: 'rpm', counts: 'request' })] } }),
+    RangeError,
+    ['plans.free[1].counts', '"request"', "'requests' or 'cost'"],
+  ],
   // unknown options
   [
     'createLimiter typo',

@@ -193,6 +193,61 @@ describe('the deny cache', () => {
   });
 });
 
+describe('the deny cache with rules that count requests', () => {
+  const rpm = { name: 'rpm', algorithm: 'sliding-log', counts: 'requests', limit: 2, window: '1h' } as const;
+  const tpm = { name: 'tpm', algorithm: 'sliding-log', limit: 1000, window: '1h' } as const;
+
+  /** The Redis script calls `checks` made, and each check's binding rule and whether it was allowed. */
+  async function calls(checks: () => Promise<Decision[]>) {
+    const before = await scriptCalls(admin);
+    const decisions = await checks();
+    return {
+      used: (await scriptCalls(admin)) - before,
+      seen: decisions.map(({ rule, allowed }) => `${rule}:${allowed}`),
+    };
+  }
+
+  it('rules that all count requests: one denial covers every cost', async () => {
+    const limiter = createLimiter({ store: redisStore({ client }), prefix: 'deny-requests', rules: rpm });
+    // Its script loaded first (a first call may take two); then one after another: concurrent
+    // checks would share one batched script call.
+    await limiter.peek('warm');
+    const costs = (list: number[]) => async () => {
+      const decisions: Decision[] = [];
+      for (const cost of list) decisions.push(await limiter.check('k', { cost }));
+      return decisions;
+    };
+    expect(await calls(costs([1000, 1000, 1000]))).toEqual({
+      used: 3,
+      seen: ['rpm:true', 'rpm:true', 'rpm:false'],
+    });
+    expect(await calls(costs([1, 5000, 3]))).toEqual({
+      used: 0,
+      seen: ['rpm:false', 'rpm:false', 'rpm:false'],
+    });
+    // Settling changes only rules that count cost: with none, no store call at all.
+    const admitted = await limiter.check('other', { cost: 50 });
+    const settle = async () => {
+      await limiter.settle(admitted, 5);
+      return [admitted];
+    };
+    expect(await calls(settle)).toEqual({ used: 0, seen: ['rpm:true'] });
+  });
+
+  it('a cost over a request rule limit is cached when the cost rules could take it later', async () => {
+    const limiter = createLimiter({ store: redisStore({ client }), prefix: 'deny-mixed', rules: [rpm, tpm] });
+    const check = (cost: number) => () => limiter.check('k', { cost }).then((one) => [one]);
+    await limiter.check('k', { cost: 10 });
+    await limiter.check('k', { cost: 10 });
+    expect(await calls(check(5))).toEqual({ used: 1, seen: ['rpm:false'] });
+    expect(await calls(check(5))).toEqual({ used: 0, seen: ['rpm:false'] });
+    // A smaller cost may fit the cost rules: not covered; over tpm's capacity: never cached.
+    expect(await calls(check(3))).toEqual({ used: 1, seen: ['rpm:false'] });
+    expect(await calls(check(2000))).toEqual({ used: 1, seen: ['tpm:false'] });
+    expect(await calls(check(2000))).toEqual({ used: 1, seen: ['tpm:false'] });
+  });
+});
+
 describe('Redis killed, then restarted empty on the same port', () => {
   it('keeps answering (fail open), never rejects, and resumes without restarting the app', async () => {
     const limiter = createLimiter({

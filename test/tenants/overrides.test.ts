@@ -125,6 +125,30 @@ describe.each(setups)('overrides on the $name', ({ stores }) => {
     expect(await a.check('t')).toMatchObject({ rule: 'free.minute', allowed: true });
   });
 
+  it('override rules may count requests: a check of cost 50 takes 1 there and 50 from a cost rule', async () => {
+    const { a, b } = twoProcesses(stores);
+    await a.setOverride('llm', [
+      { name: 'rpm', algorithm: 'fixed-window', counts: 'requests', limit: 3, window: '1m' },
+      { name: 'tpm', algorithm: 'fixed-window', limit: 120, window: '1m' },
+    ]);
+    const first = await b.check('llm', { cost: 50 });
+    expect(first.rules.map(({ rule, remaining }) => ({ rule, remaining }))).toEqual([
+      { rule: 'override.rpm', remaining: 2 },
+      { rule: 'override.tpm', remaining: 70 },
+    ]);
+    expect(await b.check('llm', { cost: 50 })).toMatchObject({ rule: 'override.rpm', remaining: 1 });
+    expect(await b.check('llm', { cost: 50 })).toMatchObject({
+      rule: 'override.tpm',
+      allowed: false,
+      remaining: 20,
+    });
+    expect(await b.check('llm', { cost: 20 })).toMatchObject({ rule: 'override.rpm', remaining: 0 });
+    expect(await b.check('llm', { cost: 1 })).toMatchObject({ rule: 'override.rpm', allowed: false });
+    expect((await a.listOverrides())[0]?.value).toBe(
+      '{"rules":[{"name":"rpm","algorithm":"fixed-window","limit":3,"window":60000,"counts":"requests"},{"name":"tpm","algorithm":"fixed-window","limit":120,"window":60000}]}',
+    );
+  });
+
   it('lists overrides with their remaining time, dropping expired ones; reset keeps an override', async () => {
     const { a, b, clock } = twoProcesses(stores);
     await a.setOverride('blocked', { block: true }, { ttl: '1m' });

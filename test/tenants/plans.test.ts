@@ -4,7 +4,7 @@ import { createLimiter, type LimiterOptions, memoryStore } from '../../src/index
 
 const free = { name: 'minute', algorithm: 'fixed-window', limit: 10, window: '1m' } as const;
 const pro = [
-  { name: 'minute', algorithm: 'fixed-window', limit: 100, window: '1m' },
+  { name: 'minute', algorithm: 'fixed-window', counts: 'requests', limit: 100, window: '1m' },
   { name: 'day', algorithm: 'sliding-window', limit: 10_000, window: '1d' },
 ] as const;
 
@@ -35,15 +35,32 @@ describe('plan configuration', () => {
     const limiter = createLimiter({ plans: { free, pro }, defaultPlan: 'free' });
     expect(limiter.defaultPlan).toBe('free');
     expect(limiter.plans).toEqual({
-      free: [{ name: 'free.minute', algorithm: 'fixed-window', limit: 10, windowMs: 60_000, capacity: 10 }],
+      free: [
+        {
+          name: 'free.minute',
+          algorithm: 'fixed-window',
+          limit: 10,
+          windowMs: 60_000,
+          capacity: 10,
+          counts: 'cost',
+        },
+      ],
       pro: [
-        { name: 'pro.minute', algorithm: 'fixed-window', limit: 100, windowMs: 60_000, capacity: 100 },
+        {
+          name: 'pro.minute',
+          algorithm: 'fixed-window',
+          limit: 100,
+          windowMs: 60_000,
+          capacity: 100,
+          counts: 'requests',
+        },
         {
           name: 'pro.day',
           algorithm: 'sliding-window',
           limit: 10_000,
           windowMs: 86_400_000,
           capacity: 10_000,
+          counts: 'cost',
         },
       ],
     });

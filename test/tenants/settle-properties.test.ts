@@ -52,6 +52,14 @@ const singleRuleArb = (algorithm: AlgorithmName) => ruleArb(algorithm, 'r').map(
 const severalRulesArb = fc
   .array(fc.constantFrom(...ALGORITHMS), { minLength: 2, maxLength: 3 })
   .chain((list) => fc.tuple(...list.map((algorithm, i) => ruleArb(algorithm, `r${i}`))));
+/** Several rules, any of which may count requests (1 per check, never settled). */
+const mixedRulesArb = severalRulesArb.chain((list) =>
+  fc.tuple(
+    ...list.map((rule) =>
+      fc.boolean().map((requests): RuleOptions => (requests ? { ...rule, counts: 'requests' } : rule)),
+    ),
+  ),
+);
 
 function stepsArb(ops: Step['op'][], maxActual = 30): fc.Arbitrary<Step[]> {
   return fc.array(
@@ -125,6 +133,7 @@ describe('settle properties', () => {
   it.each([
     ...ALGORITHMS.map((algorithm) => [algorithm, singleRuleArb(algorithm)] as const),
     ['several rules', severalRulesArb] as const,
+    ['several rules, some counting requests', mixedRulesArb] as const,
   ])(
     '%s: Redis settles exactly like the TypeScript specification (memory store), on one clock',
     async (_, rulesArb) => {

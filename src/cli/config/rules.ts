@@ -1,6 +1,6 @@
 /**
  * Rules in the config file: `'120/1m'` strings or `{ name?, algorithm?, limit, window?, burst?,
- * block?, shadow? }` objects, checked in context by the core's own rule validation so messages name the field.
+ * block?, shadow?, counts? }` objects, checked in context by the core's own rule validation so messages name the field.
  */
 import type { AlgorithmName, RuleOptions } from '../../index.js';
 import { ALGORITHM_NAMES, describe, formatDuration, resolveRules } from '../../internal.js';
@@ -45,6 +45,7 @@ function parseRule(
     'lease',
     'block',
     'shadow',
+    'counts',
   ]);
   const algorithm =
     fields.algorithm === undefined
@@ -77,6 +78,7 @@ function parseRule(
   if (fields.block !== undefined) rule.block = fields.block;
   if (fields.shadow !== undefined) rule.shadow = fields.shadow;
   if (fields.lease !== undefined) rule.lease = fields.lease;
+  countsOf(fields, path, rule);
   if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
   else if (namePrefix !== '' && typeof limit === 'number') {
     const windowMs = durationAt(window, `${path}.window`);
@@ -87,8 +89,8 @@ function parseRule(
 }
 
 /**
- * A concurrency rule: `{ algorithm: concurrency, limit, lease? }`, or the shorthand `concurrency:
- * N` / `concurrency: { limit, lease }` of a route, plan or the top level (named `concurrency`,
+ * A concurrency rule: `{ algorithm: concurrency, limit, lease?, counts? }`, or the shorthand `concurrency:
+ * N` / `concurrency: { limit, lease, counts }` of a route, plan or the top level (named `concurrency`,
  * after `namePrefix` when there is one).
  */
 export function concurrencyRule(value: unknown, path: string, namePrefix = ''): RuleOptions {
@@ -96,7 +98,7 @@ export function concurrencyRule(value: unknown, path: string, namePrefix = ''): 
     fail(path, `${describe(value)} must be a number of requests in flight, e.g. 5, or { limit, lease }`);
   }
   const fields: Fields =
-    typeof value === 'number' ? { limit: value } : objectAt(value, path, ['limit', 'lease']);
+    typeof value === 'number' ? { limit: value } : objectAt(value, path, ['limit', 'lease', 'counts']);
   return slotRule({ ...fields, name: namePrefix === '' ? 'concurrency' : `${namePrefix}.concurrency` }, path);
 }
 
@@ -108,8 +110,14 @@ function slotRule(fields: Fields, path: string, namePrefix = ''): RuleOptions {
   if (fields.window !== undefined) fail(`${path}.window`, 'a concurrency rule has no window; give lease');
   if (fields.burst !== undefined) fail(`${path}.burst`, 'a concurrency rule has no burst');
   if (fields.lease !== undefined) rule.lease = fields.lease;
+  countsOf(fields, path, rule);
   if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
   else if (namePrefix !== '') rule.name = `${namePrefix}.concurrency-${fields.limit}`.slice(0, 64);
   core(() => resolveRules(rule, path));
   return rule as unknown as RuleOptions;
+}
+
+/** A rule's `counts: requests | cost` (what a request takes from it), copied onto `rule` when given. */
+function countsOf(fields: Fields, path: string, rule: Record<string, unknown>): void {
+  if (fields.counts !== undefined) rule.counts = oneOf(fields.counts, `${path}.counts`, ['requests', 'cost']);
 }

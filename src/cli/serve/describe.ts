@@ -26,12 +26,15 @@ export function ruleText(rule: {
   window?: unknown;
   burst?: number;
   lease?: unknown;
+  counts?: string;
 }): string {
   const name = rule.name ? `${rule.name}: ` : '';
+  // Cost is the default unit; a rule that counts requests says so (a route's cost takes 1 there).
+  const counts = rule.counts === 'requests' ? ' counts requests' : '';
   if (rule.algorithm === 'concurrency') {
-    return `${name}concurrency ${rule.limit}${rule.lease === undefined ? '' : ` lease ${durationText(rule.lease)}`}`;
+    return `${name}concurrency ${rule.limit}${rule.lease === undefined ? '' : ` lease ${durationText(rule.lease)}`}${counts}`;
   }
-  return `${name}${rule.algorithm} ${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}`;
+  return `${name}${rule.algorithm} ${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}${counts}`;
 }
 
 function durationText(value: unknown): string {

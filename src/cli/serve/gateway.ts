@@ -41,6 +41,8 @@ interface RouteTag {
   route: string;
   /** Units (and concurrency slots) a request of the route takes. */
   cost: number;
+  /** Rules (as decisions name them) that take 1 per request whatever the cost: `counts: requests`. */
+  requestRules: ReadonlySet<string>;
 }
 
 type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -166,7 +168,7 @@ function adapterOptionsFor(parts: GatewayParts): FloodgateOptions {
       });
       for (const rule of decision.shadowDenied) metrics.shadowDenied.inc({ route, plan, rule });
       if (decision.degraded) metrics.degraded.inc({ reason: decision.degraded });
-      if (decision.allowed) countSlots(metrics, request.raw, decision, tag?.cost ?? 1);
+      if (decision.allowed && tag !== undefined) countSlots(metrics, request.raw, decision, tag);
     },
   };
 }
@@ -175,13 +177,14 @@ function adapterOptionsFor(parts: GatewayParts): FloodgateOptions {
 // holds are counted until the response closes.
 const responses = new WeakMap<IncomingMessage, ServerResponse>();
 
-function countSlots(metrics: GatewayMetrics, req: IncomingMessage, decision: Decision, cost: number): void {
+function countSlots(metrics: GatewayMetrics, req: IncomingMessage, decision: Decision, tag: RouteTag): void {
   const rules = decision.rules.filter((view) => view.inFlight !== undefined).map((view) => view.rule);
   const res = responses.get(req);
   if (rules.length === 0 || res === undefined) return;
-  for (const rule of rules) metrics.slots.add(cost, { rule });
+  const slotsOf = (rule: string) => (tag.requestRules.has(rule) ? 1 : tag.cost);
+  for (const rule of rules) metrics.slots.add(slotsOf(rule), { rule });
   res.once('close', () => {
-    for (const rule of rules) metrics.slots.add(-cost, { rule });
+    for (const rule of rules) metrics.slots.add(-slotsOf(rule), { rule });
   });
 }
 
@@ -195,17 +198,19 @@ async function registerRoutes(
   await app.register(async function limitedRoutes(scope) {
     await scope.register(floodgate, adapterOptionsFor(parts));
     for (const route of withCatchAll(parts.config)) {
-      const rateLimit: FloodgateRouteOptions | false = route.skip
-        ? false
-        : {
-            limiter: limiters.get(route.rules),
-            ...(route.cost !== 1 ? { cost: route.cost } : {}),
-            ...countingOptions(route),
-          };
+      const limiter = route.skip ? undefined : limiters.get(route.rules);
+      const rateLimit: FloodgateRouteOptions | false =
+        limiter === undefined
+          ? false
+          : { limiter, ...(route.cost !== 1 ? { cost: route.cost } : {}), ...countingOptions(route) };
+      const requestRules = new Set(
+        (limiter?.rules ?? []).filter((rule) => rule.counts === 'requests').map((rule) => rule.name),
+      );
+      const gateway: RouteTag = { route: route.name, cost: route.cost, requestRules };
       const routeOptions = {
         method: [...route.methods],
         ...routeMatching(route.path, route.caseSensitive, options.anyCaseSensitive),
-        config: { rateLimit, gateway: { route: route.name, cost: route.cost } satisfies RouteTag },
+        config: { rateLimit, gateway },
         handler: options.handler,
       } as RouteOptions;
       try {

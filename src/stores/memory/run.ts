@@ -6,6 +6,7 @@
 import { applyBlock, BLOCK_SUFFIX, type BlockParams, type BlockState } from '../../algorithms/block.js';
 import type { Evaluation } from '../../algorithms/index.js';
 import type { ResolvedRule } from '../../core/types.js';
+import { ruleCost } from '../../rules.js';
 import type { Chains } from './chains.js';
 import { lastOf, liveState, type Slot, slotOf, slotsOf } from './slots.js';
 
@@ -57,8 +58,9 @@ export function createRun(chains: Chains): Run {
   }
 
   /**
-   * Commits `rule` to `slot` (found in the chain starting at `first`, or none; `state` is its live
-   * state), the new state lasting `resetAfterMs`. Returns the chain's first slot.
+   * Commits `rule`'s `units` (its share of the check's cost, see ruleCost) to `slot` (found in
+   * the chain starting at `first`, or none; `state` is its live state), the new state lasting
+   * `resetAfterMs`. Returns the chain's first slot.
    */
   function commitRule(
     encoded: string,
@@ -67,14 +69,14 @@ export function createRun(chains: Chains): Run {
     slot: Slot | undefined,
     state: unknown,
     rule: ResolvedRule,
-    cost: number,
+    units: number,
     now: number,
     resetAfterMs: number,
     last?: Slot,
   ): Slot {
     // An expired state, for the algorithm to overwrite rather than allocate one (see Algorithm.commit).
     const spare = state === undefined ? slot?.state : undefined;
-    const next = rule.algorithm.commit(state, now, cost, rule, spare);
+    const next = rule.algorithm.commit(state, now, units, rule, spare);
     // The committed state lasts until the quota would be fully restored (resetAfterMs).
     return chains.write(
       encoded,
@@ -100,13 +102,14 @@ export function createRun(chains: Chains): Run {
   ): Evaluation[] {
     const slot = slotOf(first, prefix, rule.keyTail);
     const state = liveState(slot, now);
-    let evaluation = rule.algorithm.evaluate(state, now, cost, rule);
+    const units = ruleCost(rule, cost);
+    let evaluation = rule.algorithm.evaluate(state, now, units, rule);
     if (rule.block !== undefined) {
       [evaluation, first] = blockRule(encoded, prefix, first, rule, rule.block, evaluation, consume, now);
       chains.reclaim(now);
     }
     if (evaluation.allowed && consume) {
-      commitRule(encoded, prefix, first, slot, state, rule, cost, now, evaluation.resetAfterMs);
+      commitRule(encoded, prefix, first, slot, state, rule, units, now, evaluation.resetAfterMs);
       chains.reclaim(now);
     }
     return [evaluation];
@@ -121,7 +124,7 @@ export function createRun(chains: Chains): Run {
     let chain = first;
     for (let i = 0; i < count; i++) {
       const rule = rules[i] as ResolvedRule;
-      let evaluation = rule.algorithm.evaluate(liveState(slots[i], now), now, cost, rule);
+      let evaluation = rule.algorithm.evaluate(liveState(slots[i], now), now, ruleCost(rule, cost), rule);
       if (rule.block !== undefined) {
         [evaluation, chain] = blockRule(encoded, prefix, chain, rule, rule.block, evaluation, consume, now);
       }
@@ -146,7 +149,7 @@ export function createRun(chains: Chains): Run {
         slot,
         liveState(slot, now),
         rule,
-        cost,
+        ruleCost(rule, cost),
         now,
         resetAfterMs,
         last,

@@ -49,7 +49,10 @@ function changeSlots(
   chains.reclaim(now);
 }
 
-/** Applies each rule's settlement (see Algorithm.settle) to its slot under `prefix`. */
+/**
+ * Applies each rule's settlement (see Algorithm.settle) to its slot under `prefix`; a rule that
+ * counts requests took 1 whatever the cost, so it keeps it.
+ */
 export function settleSlots(
   chains: Chains,
   encoded: string,
@@ -61,7 +64,9 @@ export function settleSlots(
   now: number,
 ): void {
   changeSlots(chains, encoded, prefix, rules, now, (rule, state, at, i) =>
-    rule.algorithm.settle(state, at, { token: tokens[i] as number, reserved, actual }, rule),
+    rule.counts === 'requests'
+      ? undefined
+      : rule.algorithm.settle(state, at, { token: tokens[i] as number, reserved, actual }, rule),
   );
 }
 

@@ -34,12 +34,17 @@ export function describeRules(rules: readonly ResolvedRule[]): DescribedRules {
   return found;
 }
 
-/** "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs" (block fields 0 for none). */
+/** "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs,requests" (block fields 0 for none). */
 function ruleText(rule: ResolvedRule): string {
   const { block } = rule;
   const blockText =
     block === undefined ? '0,0,0,0' : `${block.durationMs},${block.factor},${block.maxMs},${block.forgetMs}`;
-  return `${rule.algorithm.code},${rule.limit},${rule.windowMs},${rule.capacity},${rule.shadow ? 1 : 0},${blockText}`;
+  return `${rule.algorithm.code},${rule.limit},${rule.windowMs},${rule.capacity},${rule.shadow ? 1 : 0},${blockText},${requestsFlag(rule)}`;
+}
+
+/** 1 for a rule that takes 1 per check whatever its cost (see RuleOptions.counts), else 0. */
+function requestsFlag(rule: ResolvedRule): number {
+  return rule.counts === 'requests' ? 1 : 0;
 }
 
 /** The key's override key first, then every rule's keys, then the rules' block keys. */
@@ -55,5 +60,7 @@ export function ruleKeys(
 
 /** One rule's arguments to the settle mode, with the token its check returned. */
 export function settleArgs(rule: ResolvedRule, token: number): string[] {
-  return [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity, token].map(String);
+  return [rule.algorithm.code, rule.limit, rule.windowMs, rule.capacity, token, requestsFlag(rule)].map(
+    String,
+  );
 }

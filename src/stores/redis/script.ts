@@ -8,11 +8,13 @@
  *       cluster every key of a batch shares one slot. KEYS, per check: the key's override key,
  *       then each rule's keys in rule order, then the block key of each rule with a block.
  *       ARGV: 'b', check count, now (ms, or -1 for the server's TIME), rule-set count, the rule
- *       sets (per rule "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs":
- *       shadow 1 for a rule that never denies, the block fields 0 for a rule without blocks;
- *       joined by ';'), then per check one argument "mode:cost:set:seen" (mode 'c' check or 'p'
- *       peek, set the rule set's number, seen the override the caller knows: '' for none, '*'
- *       to skip the comparison), whatever its rules.
+ *       sets (per rule
+ *       "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs,requests": shadow 1
+ *       for a rule that never denies, the block fields 0 for a rule without blocks, requests 1
+ *       for a rule that takes 1 per check whatever its cost; joined by ';'), then per check one
+ *       argument "mode:cost:set:seen" (mode 'c' check or 'p' peek, set the rule set's number,
+ *       seen the override the caller knows: '' for none, '*' to skip the comparison), whatever
+ *       its rules.
  *       Reply: one flat array for the whole batch (Redis inspects every table it converts, so a
  *       nested array per check would cost it per check), per check in order:
  *       -1 then the key's current override ('' for none) when it is not `seen` (nothing was
@@ -25,7 +27,8 @@
  *       as for 'b'.
  * Modes on one user key (every key shares its hash tag, so one slot):
  *   's' settle: KEYS as for a check. ARGV: mode, reserved cost, now, actual cost, rule count,
- *       then per rule: code, limit, windowMs, capacity, the token its check returned.
+ *       then per rule: code, limit, windowMs, capacity, the token its check returned, requests (1: the
+ *       rule took 1, so a settle leaves it alone and its slots are 1).
  *   'f' release and 'n' renew a request's concurrency slots: as 's' (the actual cost unused);
  *       replies the number of live slots released or renewed.
  *   'q' take a quota slice (see core/leases.ts): KEYS as for a check (its rules have no blocks).
@@ -178,7 +181,7 @@ local function liveOverride(stored)
   if e > now then return value, e - now end
 end
 
--- Rule sets ("code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs;...") and check
+-- Rule sets ("code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs,requests;...") and check
 -- arguments ("mode:cost:set:seen") as parsed, by their text: a limiter sends the same few
 -- strings on every call. A function library keeps this table from call to call, so each string
 -- is parsed (a gmatch or match, and a strtod per number) once rather than once per call; an EVAL
@@ -199,7 +202,7 @@ local OUT, OUT_COUNT, OUT_CLEAN, OUT_MAX = {}, 0, true, 4096
 
 local NEVER = -1
 local EVALUATORS, SETTLERS, RELEASERS, RENEWERS = {}, {}, {}, {}
-local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W = {}, {}, {}, {}, {}, {}
+local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W, COMMIT_UNITS = {}, {}, {}, {}, {}, {}, {}
 local KEY_COUNTS = { __KEY_COUNTS__ }
 -- Usage after a settle: a refund stops at zero, a charge at most (never lowering usage above it).
 local function adjust(used, delta, most)
@@ -216,11 +219,11 @@ local function ruleSetOf(text)
   local set = PARSED[text]
   if not set then
     set = { keys = 0, blocks = 0 }
-    for code, limit, window, capacity, shadow, block, factor, most, forget in
-      gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d),(%d+),([%d.]+),(%d+),(%d+)') do
+    for code, limit, window, capacity, shadow, block, factor, most, forget, requests in
+      gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d),(%d+),([%d.]+),(%d+),(%d+),(%d)') do
       code, block = tonumber(code), tonumber(block)
       set[#set + 1] = { code, tonumber(limit), tonumber(window), tonumber(capacity), shadow == '1',
-        block, tonumber(factor), tonumber(most), tonumber(forget) }
+        block, tonumber(factor), tonumber(most), tonumber(forget), requests == '1' }
       set.keys = set.keys + KEY_COUNTS[code]
       if block > 0 then set.blocks = set.blocks + 1 end
     end
@@ -242,7 +245,7 @@ end
 
 -- One check or peek of one user key, its reply appended to 'out' after position n (see the
 -- header). Its keys start at KEYS[k] (the override key); 'rules' is its rule set, each rule
--- { code, limit, windowMs, capacity, shadow, blockMs, factor, maxMs, forgetMs }, and the set's
+-- { code, limit, windowMs, capacity, shadow, blockMs, factor, maxMs, forgetMs, requests }, and the set's
 -- 'keys' counts its rules' keys, 'blocks' its block keys (which follow them). Returns the last
 -- position written and where the next check's keys start.
 local function checkOne(out, n, k, rules, mode, cost, seen)
@@ -277,8 +280,10 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
   for i = 1, count do
     local rule = rules[i]
     local code = rule[1]
+    -- A rule counting requests takes 1 whatever the check's cost.
+    local units = rule[10] and 1 or cost
     local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
-      EVALUATORS[code](k, rule[2], rule[3], rule[4], cost)
+      EVALUATORS[code](k, rule[2], rule[3], rule[4], units)
     if rule[6] > 0 then
       allowed, remaining, reset, retry = applyBlock(kb, rule, mode, allowed, remaining, reset, retry)
       kb = kb + 1
@@ -291,16 +296,17 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     out[n + 6] = token
     n = n + 6
     if count == 1 then
-      if allowed and mode == 'c' then commit(k, cost, x, y, z, w) end
+      if allowed and mode == 'c' then commit(k, units, x, y, z, w) end
     else
       COMMIT_FN[i], COMMIT_K[i], COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i] = allowed and commit, k, x, y, z, w
+      COMMIT_UNITS[i] = units
       allAllowed = allAllowed and (allowed or rule[5])
     end
     k = k + KEY_COUNTS[code]
   end
   if count > 1 and allAllowed and mode == 'c' then
     for i = 1, count do
-      if COMMIT_FN[i] then COMMIT_FN[i](COMMIT_K[i], cost, COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i]) end
+      if COMMIT_FN[i] then COMMIT_FN[i](COMMIT_K[i], COMMIT_UNITS[i], COMMIT_X[i], COMMIT_Y[i], COMMIT_Z[i], COMMIT_W[i]) end
     end
   end
   if overrideRemaining then
@@ -415,13 +421,15 @@ local function run(keys, args)
     for i = 1, tonumber(ARGV[5]) do
       local code = tonumber(ARGV[a])
       local L, W, B, token = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+      -- A rule counting requests took 1 whatever the cost: a settle leaves it alone.
+      local requests = ARGV[a + 5] == '1'
       if slots then
-        touched = touched + slots[code](k, L, W, B, token, reserved)
-      else
+        touched = touched + slots[code](k, L, W, B, token, requests and 1 or reserved)
+      elseif not requests then
         SETTLERS[code](k, L, W, B, token, reserved, delta)
       end
       k = k + KEY_COUNTS[code]
-      a = a + 5
+      a = a + 6
     end
     writeAll()
     if slots then return touched end

@@ -57,7 +57,7 @@ it('one script call of 9,009 keys reads them all (past the ~8,000 values Lua can
   const script = scriptFor([ALGORITHMS['fixed-window'].code]);
   const ruleSet = Array.from(
     { length: 1000 },
-    () => `${ALGORITHMS['fixed-window'].code},5,60000,5,0,0,0,0,0`,
+    () => `${ALGORITHMS['fixed-window'].code},5,60000,5,0,0,0,0,0,0`,
   ).join(';');
   const keys: string[] = [];
   for (let check = 0; check < 9; check++) {

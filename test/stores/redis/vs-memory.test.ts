@@ -15,7 +15,14 @@ import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { createLimiter, type Decision, memoryStore, redisStore } from '../../../src/index.js';
-import { ALGORITHMS, ruleArb, ruleSetArb, type Scenario, scenarioArb } from '../../algorithms/arbitraries.js';
+import {
+  ALGORITHMS,
+  type Rule,
+  ruleArb,
+  ruleSetArb,
+  type Scenario,
+  scenarioArb,
+} from '../../algorithms/arbitraries.js';
 import { persistingIoRedisRunner } from '../../support/persisting-runner.js';
 import { useRedisServer } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
@@ -25,12 +32,27 @@ useRedisServer((started) => {
   client = started.client;
 });
 
+/** Rule sets in which any rule may count requests (1 per check) rather than cost. */
+const mixedRuleSets = ruleSetArb().chain((list) =>
+  fc.tuple(
+    ...list.map((rule) =>
+      fc
+        .boolean()
+        .map(
+          (requests): Rule =>
+            requests ? { ...rule, options: { ...rule.options, counts: 'requests' } } : rule,
+        ),
+    ),
+  ),
+);
+
 /** Runs the script and PERSISTs its keys atomically, so Redis's real clock never expires them. */
 const scenarios = fc.oneof(
   scenarioArb(
     fc.constantFrom(...ALGORITHMS).chain((algorithm) => ruleArb(algorithm, 'r').map((rule) => [rule])),
   ),
   scenarioArb(ruleSetArb()),
+  scenarioArb(mixedRuleSets),
 );
 
 let run = 0;
