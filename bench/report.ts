@@ -15,6 +15,7 @@ import type { RedisCost } from './scenarios/redis-cost.js';
 import { count, micros, perDecision, ratio, table } from './support/markdown.js';
 import type { Settings } from './support/settings.js';
 import { targetsSection } from './targets.js';
+import { ATTEMPTS, anchorOf } from './tried.js';
 
 export interface Meta {
   command: string;
@@ -244,6 +245,23 @@ ${table(['limiter', 'clocks', 'window', 'admitted', '÷ limit', 'sent'], body)}
 `;
 }
 
+/** What was tried and what each change gained (bench/tried.ts), whatever this run measured. */
+export function triedSection(): string {
+  const body = ATTEMPTS.map((attempt) => [
+    attempt.change,
+    attempt.kept ? 'kept' : 'left out',
+    attempt.gain,
+    `[${attempt.logEntry.slice(0, 20)}](docs/bench-log.md#${anchorOf(attempt.logEntry)})`,
+  ]);
+  return `## 7. What was tried, and what each change gained
+
+Measured when each change was made (method and figures in the linked docs/bench-log.md entry),
+not in this run.
+
+${table(['change', 'status', 'gain', 'log entry'], body)}
+`;
+}
+
 function hotKeySection(rows: readonly HotKeyRow[]): string {
   const body = rows.map((row) => [
     row.quotaLease ? 'quotaLease' : 'no lease',
@@ -274,5 +292,6 @@ export function renderReport(results: BenchResults): string {
   if (results.http) sections.push(httpSection(results.http));
   if (results.clockSkew) sections.push(clockSkewSection(results.clockSkew));
   if (results.hotKey) sections.push(hotKeySection(results.hotKey));
+  sections.push(triedSection());
   return `${sections.join('\n')}`;
 }

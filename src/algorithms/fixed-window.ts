@@ -66,7 +66,8 @@ EVALUATORS[${CODE}] = function(k, L, W, B, cost)
   local stored = get(k)
   if stored then
     local s, c = match(stored, '^(%d+):(%d+)$')
-    if tonumber(s) == start then count = tonumber(c) end
+    -- As strings: fmt(start) is remembered, a tonumber is a strtod.
+    if s == fmt(start) then count = tonumber(c) end
   end
   local untilEnd = start + W - now
   local allowed = count + cost <= L
@@ -85,7 +86,7 @@ SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   local stored = get(k)
   if stored then
     local s, c = match(stored, '^(%d+):(%d+)$')
-    if tonumber(s) == start then count = tonumber(c) end
+    if s == fmt(start) then count = tonumber(c) end
   end
   count = adjust(count, delta, 2 * L)
   put(k, fmt(start) .. ':' .. fmt(count), start + W - now)

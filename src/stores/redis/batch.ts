@@ -202,10 +202,10 @@ export function createBatcher(
   /** A batch's KEYS and ARGV (see the 'b' mode in script.ts); with `peeks`, every check as a peek. */
   function callOf(batch: readonly Pending[], peeks: boolean): { keys: readonly string[]; args: string[] } {
     if (batch.length === 1) {
-      // A lone check (one in flight): its own keys and rule set, without the numbering below.
+      // A lone check (one in flight): the script's '1' mode, its own keys, without numbering.
       const only = batch[0] as Pending;
-      const check = `${peeks ? 'p' : only.mode}:${only.cost}:1:${only.seen}`;
-      return { keys: only.keys, args: ['b', '1', only.now, '1', only.ruleSet, check] };
+      const spec = `${only.ruleSet}|${peeks ? 'p' : only.mode}:${only.cost}:1:${only.seen}`;
+      return { keys: only.keys, args: ['1', spec, only.now] };
     }
     const keys: string[] = [];
     // Each distinct rule set once, then one argument per check.

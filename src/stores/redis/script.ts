@@ -21,6 +21,10 @@
  *       evaluated); otherwise a count, then that many integers: per rule allowed (0/1),
  *       remaining, resetMs, retryAfterMs (-1: never), resetAfterMs, token; then, when `seen`
  *       is an override, its remaining ms (-1: no expiry).
+ *   '1' a lone check or peek: as a batch of one, in three arguments instead of six (each argument
+ *       costs Redis and the client work per call). ARGV: '1', "ruleSet|mode:cost:1:seen" (its
+ *       rule set and check as in 'b', joined by '|', which a rule set never holds), now. Reply
+ *       as for 'b'.
  * Modes on one user key (every key shares its hash tag, so one slot):
  *   's' settle: KEYS as for a check. ARGV: mode, reserved cost, now, actual cost, rule count,
  *       then per rule: code, limit, windowMs, capacity, the token its check returned, requests (1: the
@@ -82,15 +86,20 @@ local function libraryFunctions()
 end
 local floor, ceil, max, min, match, gmatch, format, tonumber, unpack
 -- Integers as exact decimal strings (tostring would switch to exponent notation past 14 digits),
--- remembered for the rest of the call: the checks of a batch share their clock, so window starts,
--- ttls and small counts repeat, and a table lookup costs far less than a string.format.
-local FORMATTED
+-- remembered from call to call like PARSED below (an EVAL starts with an empty table): window
+-- starts and small counts repeat across checks and calls, and a batch's checks share their ttls,
+-- while a string.format costs a lone check more than its script's own arithmetic. Emptied when
+-- full, so ttls that change every millisecond cannot grow the server's Lua memory without bound.
+local FORMATTED, FORMATTED_COUNT, FORMATTED_MAX = {}, 0, 512
 local function fmt(x)
   local text = FORMATTED[x]
   if text == nil then
     text = format('%d', x)
     -- NaN cannot be a table key; no state yields one, but it must not fail the whole batch.
-    if x == x then FORMATTED[x] = text end
+    if x == x then
+      if FORMATTED_COUNT >= FORMATTED_MAX then FORMATTED, FORMATTED_COUNT = {}, 0 end
+      FORMATTED[x], FORMATTED_COUNT = text, FORMATTED_COUNT + 1
+    end
   end
   return text
 end
@@ -185,6 +194,13 @@ local function remember(text, parsed)
   PARSED[text], PARSED_COUNT = parsed, PARSED_COUNT + 1
 end
 
+-- The batch reply, kept from call to call (an EVAL starts with a new one): a table grown entry
+-- by entry is reallocated at every power of two, which costs a lone check more than filling it.
+-- Entries past a call's reply are cleared; a call that failed midway (OUT_CLEAN false) may have
+-- left some anywhere, and so may a reply larger than OUT_MAX, which is not kept: the next call
+-- starts a new table.
+local OUT, OUT_COUNT, OUT_CLEAN, OUT_MAX = {}, 0, true, 4096
+
 local NEVER = -1
 local EVALUATORS, SETTLERS, RELEASERS, RENEWERS = {}, {}, {}, {}
 local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W, COMMIT_UNITS = {}, {}, {}, {}, {}, {}, {}
@@ -198,6 +214,35 @@ end
 __ALGORITHMS__
 
 __BLOCK__
+
+-- A rule set's text, parsed: { rule, ..., keys = its rules' key count, blocks = its block count }.
+local function ruleSetOf(text)
+  local set = PARSED[text]
+  if not set then
+    set = { keys = 0, blocks = 0 }
+    for code, limit, window, capacity, shadow, block, factor, most, forget, requests in
+      gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d),(%d+),([%d.]+),(%d+),(%d+),(%d)') do
+      code, block = tonumber(code), tonumber(block)
+      set[#set + 1] = { code, tonumber(limit), tonumber(window), tonumber(capacity), shadow == '1',
+        block, tonumber(factor), tonumber(most), tonumber(forget), requests == '1' }
+      set.keys = set.keys + KEY_COUNTS[code]
+      if block > 0 then set.blocks = set.blocks + 1 end
+    end
+    remember(text, set)
+  end
+  return set
+end
+
+-- A check's "mode:cost:set:seen", parsed: { mode, cost, set, seen }.
+local function checkOf(text)
+  local check = PARSED[text]
+  if not check then
+    local mode, cost, set, seen = match(text, '^(%a):(%d+):(%d+):(.*)$')
+    check = { mode, tonumber(cost), tonumber(set), seen }
+    remember(text, check)
+  end
+  return check
+end
 
 -- One check or peek of one user key, its reply appended to 'out' after position n (see the
 -- header). Its keys start at KEYS[k] (the override key); 'rules' is its rule set, each rule
@@ -326,7 +371,7 @@ local function run(keys, args)
   if not unpack then
     floor, ceil, max, min, match, gmatch, format, tonumber, unpack = libraryFunctions()
   end
-  call, KEYS, ARGV, FORMATTED = redis.call, keys, args, {}
+  call, KEYS, ARGV = redis.call, keys, args
   local mode = ARGV[1]
   if mode == 'r' then return deleteFrom(2) end
   if mode == 'x' then return call('DEL', KEYS[1]) end
@@ -396,40 +441,39 @@ local function run(keys, args)
     return 1
   end
 
-  -- 'b': a batch of checks and peeks, on one clock. Rule sets come first, once each; a check
-  -- names its set by number. Most checks share one "mode:cost:set:seen" string: see PARSED.
-  local ruleSets, a = {}, 5
-  for s = 1, tonumber(ARGV[4]) do
-    local text = ARGV[a]
-    local set = PARSED[text]
-    if not set then
-      set = { keys = 0, blocks = 0 }
-      for code, limit, window, capacity, shadow, block, factor, most, forget, requests in
-        gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d),(%d+),([%d.]+),(%d+),(%d+),(%d)') do
-        code, block = tonumber(code), tonumber(block)
-        set[#set + 1] = { code, tonumber(limit), tonumber(window), tonumber(capacity), shadow == '1',
-          block, tonumber(factor), tonumber(most), tonumber(forget), requests == '1' }
-        set.keys = set.keys + KEY_COUNTS[code]
-        if block > 0 then set.blocks = set.blocks + 1 end
-      end
-      remember(text, set)
+  local out, last, n = OUT, OUT_COUNT, 0
+  if not OUT_CLEAN then out, last = {}, 0 end
+  OUT_CLEAN = false
+  if mode == '1' then
+    -- A lone check: "ruleSet|check" in one argument, parsed once (see PARSED).
+    local text = ARGV[2]
+    local lone = PARSED[text]
+    if not lone then
+      local set, check = match(text, '^([^|]*)|(.*)$')
+      lone = { ruleSetOf(set), checkOf(check) }
+      remember(text, lone)
     end
-    ruleSets[s] = set
-    a = a + 1
-  end
-  local out, n, k = {}, 0, 1
-  for c = 1, tonumber(ARGV[2]) do
-    local text = ARGV[a]
-    local check = PARSED[text]
-    if not check then
-      local mode, cost, set, seen = match(text, '^(%a):(%d+):(%d+):(.*)$')
-      check = { mode, tonumber(cost), tonumber(set), seen }
-      remember(text, check)
+    local check = lone[2]
+    n = checkOne(out, 0, 1, lone[1], check[1], check[2], check[4])
+  else
+    -- 'b': a batch of checks and peeks, on one clock. Rule sets come first, once each; a check
+    -- names its set by number. Most checks share one "mode:cost:set:seen" string: see PARSED.
+    local ruleSets, a, k = {}, 5, 1
+    for s = 1, tonumber(ARGV[4]) do
+      ruleSets[s] = ruleSetOf(ARGV[a])
+      a = a + 1
     end
-    n, k = checkOne(out, n, k, ruleSets[check[3]], check[1], check[2], check[4])
-    a = a + 1
+    for c = 1, tonumber(ARGV[2]) do
+      -- Looked up here first: a function call per check costs a batch of 32 about 1%.
+      local text = ARGV[a]
+      local check = PARSED[text] or checkOf(text)
+      n, k = checkOne(out, n, k, ruleSets[check[3]], check[1], check[2], check[4])
+      a = a + 1
+    end
   end
   writeAll()
+  for i = n + 1, last do out[i] = nil end
+  OUT, OUT_COUNT, OUT_CLEAN = out, n, n <= OUT_MAX
   return out
 end
 `;

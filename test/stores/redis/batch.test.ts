@@ -189,7 +189,8 @@ describe('when checks are sent', () => {
     const sent: { keys: readonly string[]; args: string[] }[] = [];
     const batcher = createBatcher(async (_script, keys, args) => {
       sent.push({ keys, args });
-      return Array.from({ length: Number(args[1]) }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
+      const checks = args[0] === '1' ? 1 : Number(args[1]);
+      return Array.from({ length: checks }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
     }, undefined);
     const at = (i: number, now: string) => ({ ...check(i), now });
     const replies = await Promise.all([
@@ -200,7 +201,7 @@ describe('when checks are sent', () => {
     expect(replies).toHaveLength(3);
     expect(sent.map((call) => call.args)).toEqual([
       ['b', '2', '1000', '1', '1,10,1000,10', 'c:1:1:', 'c:1:1:'],
-      ['b', '1', '1001', '1', '1,10,1000,10', 'c:1:1:'],
+      ['1', '1,10,1000,10|c:1:1:', '1001'],
     ]);
     expect(sent[1]?.keys).toEqual(['fg:{k2}:override', 'fg:{k2}:r:fw']);
   });

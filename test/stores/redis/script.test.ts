@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '5b60c0e429c73ec2b4352d42383e38c4cb324303';
+const PINNED_SHA = '85759de25159880f1d148a25c2f8a90d9724f4ac';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
@@ -190,6 +190,69 @@ describe('as a Redis function', () => {
     expect(await commandCalls(ioredis, 'fcall')).toBeGreaterThanOrEqual(1200);
   });
 
+  it('remembers formatted numbers across calls, past its bound, deciding as if each were formatted anew', async () => {
+    // A clock 7 ms further on every check: each call writes a ttl of its own, so the library's
+    // table of formatted numbers fills (512) and is emptied many times, across 10 windows whose
+    // starts it compares as strings with the stored ones.
+    let now = 1_700_000_000_000;
+    const limiter = createLimiter({
+      timeout: SLOW_MACHINE_TIMEOUT,
+      store: redisStore({ client: ioredis, clock: () => now }),
+      prefix: 'formatted',
+      rules: { algorithm: 'fixed-window', limit: 100, window: '1s' },
+    });
+    const key = `formatted-${keys++}`;
+    // Admitted checks by window start.
+    const admitted = new Map<number, number>();
+    for (let i = 0; i < 1400; i++) {
+      now += 7;
+      const start = now - (now % 1000);
+      if ((await limiter.check(key)).allowed) admitted.set(start, (admitted.get(start) ?? 0) + 1);
+    }
+    // 142 or 143 checks in each whole 1 s window (the first and last are partial), 100 admitted.
+    const whole = [...admitted.values()].slice(1, -1);
+    expect(whole).toEqual(Array.from({ length: 8 }, () => 100));
+  });
+
+  it('replies exactly each call, whatever the size of the reply before it or a call that failed midway', async () => {
+    // The library keeps its reply table from call to call: no entry of an earlier reply may
+    // show in a later one. Lone fixed-window checks (7 numbers), a batch, an override mismatch (2).
+    const script = scriptFor([ALGORITHMS['fixed-window'].code, ALGORITHMS['sliding-log'].code]);
+    await ioredis.call('FUNCTION', 'LOAD', 'REPLACE', script.library);
+    const fixed = '1,10,3600000,10,0,0,0,0,0,1';
+    const log = '5,10,3600000,10,0,0,0,0,0,1';
+    const head = () => `fg:{out-${keys++}}`;
+    const call = (keysOf: string[], args: string[]) =>
+      ioredis.call('FCALL', script.functionName, keysOf.length, ...keysOf, ...args);
+    const lone = async () => {
+      const h = head();
+      const reply = (await call([`${h}:o`, `${h}:fw`], ['1', `${fixed}|c:1:1:*`, '-1'])) as number[];
+      return [reply.length, reply[0], reply[1], reply[2]];
+    };
+    expect(await lone()).toEqual([7, 6, 1, 10]);
+    const [a, b, c] = [head(), head(), head()];
+    const batch = (await call(
+      [`${a}:o`, `${a}:fw`, `${b}:o`, `${b}:fw`, `${c}:o`, `${c}:fw`],
+      ['b', '3', '-1', '1', fixed, 'c:1:1:*', 'c:1:1:*', 'c:1:1:*'],
+    )) as unknown[];
+    expect(batch).toHaveLength(21);
+    expect(await lone()).toEqual([7, 6, 1, 10]);
+    const [d, e, f] = [head(), head(), head()];
+    // The third check's log key holds a string: the call fails after two checks filled the reply.
+    await ioredis.set(`${f}:log`, 'not a sorted set');
+    await expect(
+      call(
+        [`${d}:o`, `${d}:fw`, `${e}:o`, `${e}:fw`, `${f}:o`, `${f}:log`, `${f}:log:n`],
+        ['b', '3', '-1', '2', fixed, log, 'c:1:1:*', 'c:1:1:*', 'c:1:2:*'],
+      ),
+    ).rejects.toThrow(/WRONGTYPE/);
+    expect(await lone()).toEqual([7, 6, 1, 10]);
+    const g = head();
+    await ioredis.set(`${g}:o`, '0:pro');
+    expect(await call([`${g}:o`, `${g}:fw`], ['b', '1', '-1', '1', fixed, 'c:1:1:'])).toEqual([-1, 'pro']);
+    expect(await lone()).toEqual([7, 6, 1, 10]);
+  });
+
   it('loads the library once, only when the function is missing', async () => {
     const { runner, calls } = countingRunner(undefined, { fcallCommand: 'FCALL' });
     const limiter = limiterOn(runner);
@@ -308,13 +371,14 @@ describe('other failures are never replayed', () => {
 
   it('a Redis error reply other than NOSCRIPT is passed on without EVAL', async () => {
     const { runner, calls } = countingRunner();
-    // An unknown algorithm code (the first rule set's first code, ARGV index 4 of a batch) makes the script fail with an ERR reply.
+    // An unknown algorithm code (the rule set's first code, which leads ARGV index 1 of a lone
+    // check) makes the script fail with an ERR reply.
     const broken: ScriptRunner = {
       evalSha: (sha, keys, args) =>
         runner.evalSha(
           sha,
           keys,
-          args.map((arg, i) => (i === 4 ? arg.replace(/^\d+/, '99') : arg)),
+          args.map((arg, i) => (i === 1 ? arg.replace(/^\d+/, '99') : arg)),
         ),
       eval: (script, keys, args) => runner.eval(script, keys, args),
     };

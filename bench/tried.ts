@@ -1,0 +1,106 @@
+/**
+ * What was tried to make a check faster, and what each attempt gained: the maintained list that
+ * BENCHMARKS.md prints (issue 24 asks the report to say it). One entry per change, kept or not;
+ * its figures and method are in the dated docs/bench-log.md entry it links to. Add an entry with
+ * every bench-log entry that measures a change.
+ */
+
+export interface Attempt {
+  /** What changed, in a few words. */
+  readonly change: string;
+  /** Kept in the code, or tried and left out. */
+  readonly kept: boolean;
+  /** What it gained, as measured (or why it was left out). */
+  readonly gain: string;
+  /** The heading of the docs/bench-log.md entry that has the figures, as written there. */
+  readonly logEntry: string;
+}
+
+const LONE_CHECK = '2026-12-02 04:20 UTC: a lone check on Redis, counted in bytes allocated';
+const MERGES =
+  '2026-12-02 01:45 UTC: what the store-limits, overload, secure-defaults and reshape merges cost';
+const CONTRACT = '2026-12-02 03:15 UTC: the typed store contract';
+const SCRIPT_WORK = "2026-12-02 05:55 UTC: a lone check's work inside Redis, counted in instructions";
+
+export const ATTEMPTS: readonly Attempt[] = [
+  {
+    change: 'One setImmediate per turn shared by the batch send, the deadlines and local answers',
+    kept: false,
+    gain: '0.98–1.01× at 64 in flight: no gain',
+    logEntry: MERGES,
+  },
+  {
+    change: "Keeping only the token in the memory store's settle ticket",
+    kept: false,
+    gain: '909 against 896 bytes allocated per memory-store check: none',
+    logEntry: CONTRACT,
+  },
+  {
+    change: 'One promise per script call (FCALL/EVALSHA), recovery only on failure',
+    kept: true,
+    gain: 'bytes allocated per lone Redis check 12,454 → 11,248',
+    logEntry: LONE_CHECK,
+  },
+  {
+    change: "Batch queues kept from turn to turn; a lone check's call without numbering",
+    kept: true,
+    gain: 'bytes per lone Redis check 11,248 → 9,814; client CPU per check at 64 in flight −8–10%',
+    logEntry: LONE_CHECK,
+  },
+  {
+    change: 'Counting instructions of the Node process (callgrind) to compare builds',
+    kept: false,
+    gain: 'dropped as a method: JIT compilation outweighed any change',
+    logEntry: LONE_CHECK,
+  },
+  {
+    change: "Counting the Redis server's instructions per script call (callgrind)",
+    kept: true,
+    gain: 'a method, repeatable to ±1% with hour-long windows; located the script work',
+    logEntry: SCRIPT_WORK,
+  },
+  {
+    change: 'Formatted numbers remembered from call to call; window starts compared as strings',
+    kept: true,
+    gain: 'Redis instructions per lone fixed-window check 100.4 k → 92.6 k (−7.8%)',
+    logEntry: SCRIPT_WORK,
+  },
+  {
+    change: 'The batch reply table kept from call to call',
+    kept: true,
+    gain: 'per lone check 92.8 k → 89.4 k (−3.7%); per batch of 32 checks −5%',
+    logEntry: SCRIPT_WORK,
+  },
+  {
+    change: "A lone check's call in three arguments instead of six (the script's '1' mode)",
+    kept: true,
+    gain: 'per lone check 88.2 k → 80.4 k instructions (−8.9%); client −200–270 bytes per check',
+    logEntry: SCRIPT_WORK,
+  },
+  {
+    change: 'Script tables (values, writes, ttls) kept from call to call',
+    kept: false,
+    gain: 'none measurable (+3 k instructions, within noise)',
+    logEntry: SCRIPT_WORK,
+  },
+  {
+    change: 'The clock from TIME without math.floor',
+    kept: false,
+    gain: '−0.5 k instructions (0.6%): not worth a less plain line',
+    logEntry: SCRIPT_WORK,
+  },
+  {
+    change: "Fixed window's stored value read with string.find and sub instead of a pattern",
+    kept: false,
+    gain: 'none (88.5 k against 88.5–89.1 k instructions)',
+    logEntry: SCRIPT_WORK,
+  },
+];
+
+/** The GitHub-style anchor of a markdown heading (as the bench log's Contents list links them). */
+export function anchorOf(heading: string): string {
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/ /g, '-');
+}
