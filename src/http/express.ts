@@ -20,10 +20,10 @@ import {
   createGuard,
   moreRestrictive,
   nodeHeader,
-  nodeHeaderTarget,
   problemBody,
   trackUntilClosed,
 } from './guard.js';
+import { nodeHeaderTarget } from './node-response.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
