@@ -443,8 +443,8 @@ describe('settle as a function, and Fastify hooks', () => {
 describe('headers of a response that tells its settling in its head', () => {
   it('node:http: writeHead with an object or a flat array of fields; RPM + TPM, both rules in the head', async () => {
     const { limiter, settled } = watchedLimiter([
-      { name: 'rpm', algorithm: 'fixed-window', counts: 'requests', limit: 10, window: '1m' },
-      { name: 'tpm', algorithm: 'fixed-window', limit: 100, window: '1m' },
+      { name: 'rpm', algorithm: 'sliding-log', counts: 'requests', limit: 10, window: '1m' },
+      { name: 'tpm', algorithm: 'sliding-log', limit: 100, window: '1m' },
     ]);
     const guard = createHttpGuard({ limiter, cost: 10, settle: 'x-actual', headers: ['draft-10', 'legacy'] });
     app = await listen(
