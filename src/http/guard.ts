@@ -15,8 +15,8 @@ import {
 } from './headers.js';
 import { slotHolder } from './hold.js';
 import { knownKeyResolver } from './known-key.js';
-import type { ResolvedHttpOptions } from './options.js';
 import { beforeHead, type NodeResponse } from './node-response.js';
+import type { ResolvedHttpOptions } from './options.js';
 import { type AfterResponse, afterResponse, type ResponseHead, settlingAt } from './outcome.js';
 import { denialStatus, type QuotaExceededProblem, quotaExceededProblem } from './problem.js';
 import { defaultKey } from './request-keys.js';
@@ -54,7 +54,9 @@ export interface Guard<Req, Res = unknown> {
    * (With `settle` from a header it is defined even without headers to rewrite: the Node
    * family's hook also makes a header given only to `writeHead` readable once the response ends.)
    */
-  readonly settleHeaders: ((decision: Decision, head: ResponseHead, target: HeaderTarget) => void) | undefined;
+  readonly settleHeaders:
+    | ((decision: Decision, head: ResponseHead, target: HeaderTarget) => void)
+    | undefined;
   /** The problem document of a denial, with its status (`blockedStatus` for a blocked key). */
   problem(decision: Decision): QuotaExceededProblem;
 }
@@ -124,7 +126,9 @@ export function createGuard<Req, Res = unknown>(
     settleField: typeof outcome?.settle === 'string' ? outcome.settle : undefined,
     settleHeaders:
       outcome !== undefined &&
-      ((outcome.wasSuccessful === undefined && (outcome.skipFailed || outcome.skipSuccessful)) ||
+      ((headers.length > 0 &&
+        outcome.wasSuccessful === undefined &&
+        (outcome.skipFailed || outcome.skipSuccessful)) ||
         typeof outcome.settle === 'string')
         ? function settleHeaders(decision, head, target) {
             const settling = settlingAt(outcome, head);

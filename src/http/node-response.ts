@@ -46,7 +46,10 @@ export function nodeHeaderTarget(res: {
  * implicit head (a first `write` or `end`, as Express's `send`), and Fastify calls it with the
  * reply's headers, which are merged into the response first (as Node would) so `change` sees them.
  */
-export function beforeHead(raw: NodeResponse, change: (head: ResponseHead, target: HeaderTarget) => void): void {
+export function beforeHead(
+  raw: NodeResponse,
+  change: (head: ResponseHead, target: HeaderTarget) => void,
+): void {
   const writeHead = raw.writeHead;
   let changed = false;
   raw.writeHead = function writeHeadChanged(statusCode: number, ...rest: unknown[]) {

@@ -5,7 +5,13 @@ import { settledDecision } from '../../src/core/settled.js';
 import { createLimiter, type Limiter, type RuleOptions } from '../../src/index.js';
 import { resolveRules } from '../../src/rules.js';
 
-const rpm: RuleOptions = { name: 'rpm', algorithm: 'fixed-window', counts: 'requests', limit: 60, window: '1m' };
+const rpm: RuleOptions = {
+  name: 'rpm',
+  algorithm: 'fixed-window',
+  counts: 'requests',
+  limit: 60,
+  window: '1m',
+};
 const tpm: RuleOptions = { name: 'tpm', algorithm: 'fixed-window', limit: 90000, window: '1m' };
 
 let limiter: Limiter | undefined;
@@ -31,9 +37,21 @@ function shown(decision: { rule: string; remaining: number; rules: RuleDecision[
 describe('settledDecision, RPM + TPM (a requests rule and a cost rule)', () => {
   it('a refund gives each rule its own units back: 1 request, 800 tokens', async () => {
     const decision = await memory([rpm, tpm]).check('k', { cost: 800 });
-    expect(shown(decision)).toEqual({ binding: ['rpm', 59], rules: [['rpm', 59], ['tpm', 89200]] });
+    expect(shown(decision)).toEqual({
+      binding: ['rpm', 59],
+      rules: [
+        ['rpm', 59],
+        ['tpm', 89200],
+      ],
+    });
     const settled = settledDecision(decision, { refund: true });
-    expect(shown(settled)).toEqual({ binding: ['rpm', 60], rules: [['rpm', 60], ['tpm', 90000]] });
+    expect(shown(settled)).toEqual({
+      binding: ['rpm', 60],
+      rules: [
+        ['rpm', 60],
+        ['tpm', 90000],
+      ],
+    });
     // Everything but remaining is the check's, reset times included.
     expect(settled?.rules.map((view) => view.resetMs)).toEqual(decision.rules.map((view) => view.resetMs));
     expect(settled?.allowed).toBe(true);
@@ -44,15 +62,27 @@ describe('settledDecision, RPM + TPM (a requests rule and a cost rule)', () => {
     const decision = await memory([rpm, tpm]).check('k', { cost: 800 });
     expect(shown(settledDecision(decision, { actual: 2000 }))).toEqual({
       binding: ['rpm', 59],
-      rules: [['rpm', 59], ['tpm', 88000]],
+      rules: [
+        ['rpm', 59],
+        ['tpm', 88000],
+      ],
     });
     expect(shown(settledDecision(decision, { actual: 300 }))).toEqual({
       binding: ['rpm', 59],
-      rules: [['rpm', 59], ['tpm', 89700]],
+      rules: [
+        ['rpm', 59],
+        ['tpm', 89700],
+      ],
     });
     // Debt shows as 0 left, which now binds.
     const settled = settledDecision(decision, { actual: 200000 });
-    expect(shown(settled)).toEqual({ binding: ['tpm', 0], rules: [['rpm', 59], ['tpm', 0]] });
+    expect(shown(settled)).toEqual({
+      binding: ['tpm', 0],
+      rules: [
+        ['rpm', 59],
+        ['tpm', 0],
+      ],
+    });
     expect(settled?.limit).toBe(90000);
   });
 

@@ -464,9 +464,10 @@ describe('headers of a response that tells its settling in its head', () => {
       ['rpm', 9],
       ['tpm', 60],
     ]);
-    expect([integerField(object, 'X-RateLimit-Limit'), integerField(object, 'X-RateLimit-Remaining')]).toEqual([
-      10, 9,
-    ]);
+    expect([
+      integerField(object, 'X-RateLimit-Limit'),
+      integerField(object, 'X-RateLimit-Remaining'),
+    ]).toEqual([10, 9]);
     await settled(1);
     const array = await fetch(`${app.url}/array`);
     await array.arrayBuffer();
@@ -481,11 +482,13 @@ describe('headers of a response that tells its settling in its head', () => {
     expect(array.headers.get('x-actual')).toBe('100');
   });
 
-  it("Express, two limiters: the one that gives a failed request back rewrites only its own list items", async () => {
+  it('Express, two limiters: the one that gives a failed request back rewrites only its own list items', async () => {
     const outer = watchedLimiter({ name: 'outer', algorithm: 'fixed-window', limit: 5, window: '1m' });
     const inner = watchedLimiter({ name: 'inner', algorithm: 'fixed-window', limit: 3, window: '1m' });
     const server = express();
-    server.use(rateLimit({ limiter: outer.limiter, skipFailedRequests: true, headers: ['draft-10', 'legacy'] }));
+    server.use(
+      rateLimit({ limiter: outer.limiter, skipFailedRequests: true, headers: ['draft-10', 'legacy'] }),
+    );
     server.use(rateLimit({ limiter: inner.limiter, headers: ['draft-10', 'legacy'] }));
     server.get('/down', (_req, res) => void res.status(503).send('down'));
     app = await listen(createServer(server));
