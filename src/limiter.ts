@@ -370,7 +370,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
       ? rules.some((rule) => rule.algorithm.slots === undefined)
       : units !== reserved && rules.some((rule) => rule.counts === 'cost');
     if (!counted) return;
-    const applied = await caller.settle(where, keyHeadValue, rules, reserved, units, tokensOf(ticket), refund);
+    const applied = await caller.settle(
+      where,
+      keyHeadValue,
+      rules,
+      reserved,
+      units,
+      tokensOf(ticket),
+      refund,
+    );
     // A refund can make room for a request a cached denial would turn away.
     if (applied && (refund || units < reserved)) forgetDenials(keyHeadValue);
   }
