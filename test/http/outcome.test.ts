@@ -17,6 +17,7 @@ import { createLimiter, type Limiter, type RuleOptions, redisStore } from '../..
 import { useRedisServer } from '../support/redis-server.js';
 import { type App, listen, toRequest } from './support/apps.js';
 import { integerField, listField } from './support/client.js';
+import { watchSettles } from './support/suite.js';
 
 let client: Redis;
 useRedisServer((started) => {
@@ -231,24 +232,7 @@ function watchedLimiter(rules: RuleOptions | RuleOptions[]) {
     prefix: `outcome-${process.pid}-${prefixes++}`,
     timeout: '10s',
   });
-  let applied = 0;
-  const { settle, refund } = limiter;
-  limiter.settle = async function countedSettle(decision, actual) {
-    try {
-      await settle(decision, actual);
-    } finally {
-      applied++;
-    }
-  };
-  limiter.refund = async function countedRefund(decision) {
-    try {
-      await refund(decision);
-    } finally {
-      applied++;
-    }
-  };
-  const settled = (count: number) => vi.waitFor(() => expect(applied).toBe(count), { timeout: 5000 });
-  return { limiter, settled };
+  return { limiter, settled: watchSettles(limiter) };
 }
 
 const minute = (limit: number): RuleOptions => ({

@@ -52,15 +52,22 @@ export function runAdapterSuiteOnStores(
 }
 
 /**
- * Counts the settles an adapter makes once responses end (they run after the client has its
- * response): `settled(n)` waits until `n` have been applied.
+ * Counts the settles and refunds an adapter makes once responses end (they run after the client
+ * has its response): `settled(n)` waits until `n` have been applied.
  */
-function watchSettles(limiter: Limiter): (count: number) => Promise<void> {
+export function watchSettles(limiter: Limiter): (count: number) => Promise<void> {
   let applied = 0;
-  const settle = limiter.settle;
+  const { settle, refund } = limiter;
   limiter.settle = async function countedSettle(decision, actual) {
     try {
       await settle(decision, actual);
+    } finally {
+      applied++;
+    }
+  };
+  limiter.refund = async function countedRefund(decision) {
+    try {
+      await refund(decision);
     } finally {
       applied++;
     }
