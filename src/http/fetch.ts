@@ -23,7 +23,14 @@ import { createGuard } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import type { AfterResponse } from './outcome.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
-import { headersTarget, problemResponse, trackedUntilSent, withHeaders, writeHeaders } from './web.js';
+import {
+  headersTarget,
+  problemResponse,
+  settleWebHeaders,
+  trackedUntilSent,
+  withHeaders,
+  writeHeaders,
+} from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -116,7 +123,11 @@ export function createFetchGuard(options: FetchGuardOptions): FetchGuard {
       tracked.delete(request);
       const sent = done === undefined ? response : trackedUntilSent(response, done);
       // Merged with what the response carries, e.g. another guard's headers (see headers.ts).
-      return writeHeaders(sent, (target) => guard.respond(decision, headersTarget(target)));
+      return writeHeaders(sent, (target) => {
+        const headers = headersTarget(target);
+        guard.respond(decision, headers);
+        if (done !== undefined) settleWebHeaders(guard, decision, sent, headers);
+      });
     },
   });
 }

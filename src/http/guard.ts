@@ -4,13 +4,20 @@
  * address from their request type, and how to set a header on their response type.
  */
 import type { Decision } from '../core/decision.js';
+import { settledDecision } from '../core/settled.js';
 import type { CheckOptions } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
-import { type HeaderTarget, writeDenialHeaders, writeRateLimitHeaders } from './headers.js';
+import {
+  type HeaderTarget,
+  rewriteRateLimitHeaders,
+  writeDenialHeaders,
+  writeRateLimitHeaders,
+} from './headers.js';
 import { slotHolder } from './hold.js';
 import { knownKeyResolver } from './known-key.js';
+import { beforeHead, type NodeResponse } from './node-response.js';
 import type { ResolvedHttpOptions } from './options.js';
-import { type AfterResponse, afterResponse } from './outcome.js';
+import { type AfterResponse, afterResponse, type ResponseHead, settlingAt } from './outcome.js';
 import { denialStatus, type QuotaExceededProblem, quotaExceededProblem } from './problem.js';
 import { defaultKey } from './request-keys.js';
 
@@ -40,6 +47,16 @@ export interface Guard<Req, Res = unknown> {
   track(req: Req, decision: Decision): AfterResponse<Res> | undefined;
   /** The header (or trailer) `settle` reads, lowercase; adapters that can see trailers watch for it. */
   readonly settleField: string | undefined;
+  /**
+   * Rewrites an allowed decision's headers on `target` (written there by `respond`) to show
+   * the decision as settled, when the response's `head` tells how it will be (see settlingAt).
+   * Adapters call it just before the head is sent. Undefined when no head can ever tell.
+   * (With `settle` from a header it is defined even without headers to rewrite: the Node
+   * family's hook also makes a header given only to `writeHead` readable once the response ends.)
+   */
+  readonly settleHeaders:
+    | ((decision: Decision, head: ResponseHead, target: HeaderTarget) => void)
+    | undefined;
   /** The problem document of a denial, with its status (`blockedStatus` for a blocked key). */
   problem(decision: Decision): QuotaExceededProblem;
 }
@@ -107,6 +124,18 @@ export function createGuard<Req, Res = unknown>(
     },
     track: (req, decision) => afterResponse(limiter, outcome, req, decision, hold(decision)),
     settleField: typeof outcome?.settle === 'string' ? outcome.settle : undefined,
+    settleHeaders:
+      outcome !== undefined &&
+      ((headers.length > 0 &&
+        outcome.wasSuccessful === undefined &&
+        (outcome.skipFailed || outcome.skipSuccessful)) ||
+        typeof outcome.settle === 'string')
+        ? function settleHeaders(decision, head, target) {
+            const settling = settlingAt(outcome, head);
+            const settled = settling === undefined ? undefined : settledDecision(decision, settling);
+            if (settled !== undefined) rewriteRateLimitHeaders(target, decision, settled, headers);
+          }
+        : undefined,
     problem: (decision) => quotaExceededProblem(decision, denialStatus(decision, blockedStatus)),
   };
 }
@@ -120,14 +149,6 @@ export function moreRestrictive(earlier: Decision | undefined, later: Decision):
   return earlier.remaining < later.remaining ? earlier : later;
 }
 
-/** What the end of a Node response (`ServerResponse`, as under Express, Fastify, Koa, Nest) shows. */
-export interface NodeResponse {
-  readonly statusCode: number;
-  readonly writableFinished: boolean;
-  addTrailers(headers: Record<string, string> | readonly [string, string][]): void;
-  once(event: 'close', listener: () => void): unknown;
-}
-
 /** A response of the Node family: the `ServerResponse`, the framework's object over it, and its headers. */
 export interface NodeEnding<Res> {
   readonly raw: NodeResponse;
@@ -139,7 +160,8 @@ export interface NodeEnding<Res> {
 
 /**
  * Tracks an allowed decision until a Node response emits 'close', which follows a finished
- * response, a cut one and a failed one alike.
+ * response, a cut one and a failed one alike; its headers show the decision as settled when
+ * the head tells how it will be.
  */
 export function trackUntilClosed<Req, Res>(
   guard: Guard<Req, Res>,
@@ -149,6 +171,8 @@ export function trackUntilClosed<Req, Res>(
 ): void {
   const done = guard.track(req, decision);
   if (done === undefined) return;
+  const { settleHeaders } = guard;
+  if (settleHeaders !== undefined) beforeHead(raw, (head, target) => settleHeaders(decision, head, target));
   const field = guard.settleField;
   let trailer: string | undefined;
   if (field !== undefined) {
@@ -167,11 +191,6 @@ export function trackUntilClosed<Req, Res>(
   });
 }
 
-function headerText(value: number | string | readonly string[] | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  return Array.isArray(value) ? value.join(', ') : String(value);
-}
-
 /** The default denial body, serialised (see problem.ts). */
 export function problemBody(problem: QuotaExceededProblem): string {
   return JSON.stringify(problem);
@@ -184,19 +203,6 @@ export function nodeHeader(
 ): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value.join(', ') : value;
-}
-
-/** Adapts a Node-style response (`getHeader`/`setHeader`, shared by Express and node:http) to a HeaderTarget. */
-export function nodeHeaderTarget(res: {
-  getHeader(name: string): number | string | readonly string[] | undefined;
-  setHeader(name: string, value: string): unknown;
-}): HeaderTarget {
-  return {
-    get: (name) => headerText(res.getHeader(name)),
-    set(name, value) {
-      res.setHeader(name, value);
-    },
-  };
 }
 
 /** Adapts a reply with `getHeader`/`header` (Fastify's, also under NestJS) to a HeaderTarget. */

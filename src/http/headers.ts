@@ -161,6 +161,48 @@ export function writeRateLimitHeaders(
   }
 }
 
+/**
+ * Rewrites what `writeRateLimitHeaders` wrote for `before` to show `after` (the same check,
+ * settled): this decision's items in the list fields, and the single-valued fields while they
+ * still show this decision. What another limiter wrote is left as it is.
+ */
+export function rewriteRateLimitHeaders(
+  target: HeaderTarget,
+  before: Decision,
+  after: Decision,
+  styles: readonly HeaderStyle[],
+): void {
+  const written = enforced(before);
+  const shown = enforced(after);
+  if (written === undefined || shown === undefined) return;
+  for (const style of styles) {
+    const old = SERIALIZERS[style](written);
+    const next = SERIALIZERS[style](shown);
+    const bindingOurs = old.every(([name, value, mode]) => mode === 'list' || target.get(name) === value);
+    old.forEach(([name, value, mode], i) => {
+      const replacement = (next[i] as Field)[1];
+      const current = target.get(name);
+      if (replacement === value || current === undefined) return;
+      if (mode === 'binding') {
+        if (bindingOurs) target.set(name, replacement);
+        return;
+      }
+      const at = memberAt(current, value);
+      if (at >= 0) target.set(name, current.slice(0, at) + replacement + current.slice(at + value.length));
+    });
+  }
+}
+
+/** Where `members` (one decision's list items) stand whole in the list `field`, or -1. */
+function memberAt(field: string, members: string): number {
+  for (let at = field.indexOf(members); at >= 0; at = field.indexOf(members, at + 1)) {
+    const end = at + members.length;
+    if ((at === 0 || field.startsWith(', ', at - 2)) && (end === field.length || field.startsWith(', ', end)))
+      return at;
+  }
+  return -1;
+}
+
 /** Headers of a 429 besides the rate-limit ones: `Retry-After` (when it can ever pass) and `Cache-Control`. */
 export function writeDenialHeaders(target: HeaderTarget, decision: Decision): void {
   const retryAfter = retryAfterSeconds(decision);

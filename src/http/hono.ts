@@ -22,7 +22,7 @@ import type { Decision } from '../core/decision.js';
 import { createGuard, moreRestrictive } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
-import { headersTarget, problemResponse, trackedUntilSent, withHeaders } from './web.js';
+import { headersTarget, problemResponse, settleWebHeaders, trackedUntilSent, withHeaders } from './web.js';
 
 export type { HeaderStyle } from './headers.js';
 export { type ApiKeyOrAddressOptions, apiKeyOrAddress } from './known-key.js';
@@ -120,7 +120,10 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
         done?.(undefined);
         throw error;
       }
-      if (done !== undefined) c.res = trackedUntilSent(c.res, done);
+      if (done !== undefined) {
+        settleWebHeaders(guard, decision, c.res, headersTarget(headers));
+        c.res = trackedUntilSent(c.res, done);
+      }
       if (outermost && !state.answered) c.res = withHeaders(c.res, headers);
     } finally {
       // A Request object handled again (app.request with the same one) starts afresh.

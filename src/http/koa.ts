@@ -15,14 +15,8 @@
  */
 import type { Context, Response as KoaResponse, Middleware } from 'koa';
 import type { Decision } from '../core/decision.js';
-import {
-  createGuard,
-  moreRestrictive,
-  nodeHeader,
-  nodeHeaderTarget,
-  problemBody,
-  trackUntilClosed,
-} from './guard.js';
+import { createGuard, moreRestrictive, nodeHeader, problemBody, trackUntilClosed } from './guard.js';
+import { nodeHeaderTarget } from './node-response.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 

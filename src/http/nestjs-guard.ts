@@ -10,13 +10,12 @@ import {
   createGuard,
   type Guard,
   moreRestrictive,
-  type NodeResponse,
   nodeHeader,
-  nodeHeaderTarget,
   replyTarget,
   trackUntilClosed,
 } from './guard.js';
 import type { HeaderTarget } from './headers.js';
+import { type NodeResponse, nodeHeaderTarget } from './node-response.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions, scopedPrefix } from './options.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 

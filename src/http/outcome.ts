@@ -6,6 +6,7 @@
  * Adapters only say when a response ended and what it ended with (see `ResponseEnd`).
  */
 import type { Decision } from '../core/decision.js';
+import type { Settling } from '../core/settled.js';
 import { describe } from '../describe.js';
 import type { Limiter } from '../limiter.js';
 import { HEADER_NAME } from './headers.js';
@@ -23,6 +24,12 @@ export type ResponseEnd<Res> =
       field(name: string): string | undefined;
     }
   | undefined;
+
+/** A response's head as it is about to be sent: its status and its header fields (`name` lowercase). */
+export interface ResponseHead {
+  readonly status: number;
+  field(name: string): string | undefined;
+}
 
 /** Called once when a request's response has ended, however it ended. */
 export type AfterResponse<Res> = (end: ResponseEnd<Res>) => void;
@@ -149,6 +156,22 @@ async function conclude<Req, Res>(
   if (settle === undefined) return;
   const actual = typeof settle === 'string' ? countField(end.field(settle)) : await settle(req, end.res);
   if (actual !== undefined) await limiter.settle(decision, actual);
+}
+
+/**
+ * How an allowed check will be settled, when `head` tells it already: the status decides a
+ * skip (with the default `requestWasSuccessful`), a header of that name the actual cost.
+ * Undefined when only the end of the response can tell: a custom `requestWasSuccessful`, a
+ * `settle` function, or an actual cost not (yet) in the head, as a trailer's.
+ */
+export function settlingAt<Req, Res>(outcome: Outcome<Req, Res>, head: ResponseHead): Settling | undefined {
+  if (outcome.skipFailed || outcome.skipSuccessful) {
+    if (outcome.wasSuccessful !== undefined) return undefined;
+    if (head.status < 400 ? outcome.skipSuccessful : outcome.skipFailed) return { refund: true };
+  }
+  if (typeof outcome.settle !== 'string') return undefined;
+  const actual = countField(head.field(outcome.settle));
+  return actual === undefined ? undefined : { actual };
 }
 
 /** A header's value as a non-negative integer; undefined when missing or not one. */

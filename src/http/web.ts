@@ -3,7 +3,8 @@
  * (the fetch guard, Hono): where headers go, the default 429 and adding headers to a response
  * whose headers may be immutable (as a `fetch()` result's are).
  */
-import { problemBody } from './guard.js';
+import type { Decision } from '../core/decision.js';
+import { type Guard, problemBody } from './guard.js';
 import type { HeaderTarget } from './headers.js';
 import type { AfterResponse } from './outcome.js';
 import { PROBLEM_CONTENT_TYPE, type QuotaExceededProblem } from './problem.js';
@@ -42,6 +43,23 @@ export function withHeaders(response: Response, headers: Headers, keepOwn = fals
   return writeHeaders(response, (target) => {
     for (const [name, value] of headers) if (!(keepOwn && target.has(name))) target.set(name, value);
   });
+}
+
+/**
+ * Rewrites `decision`'s headers on `target` to show it as settled, when `response` (whole,
+ * status and headers, before it is sent) tells how it will be.
+ */
+export function settleWebHeaders<Req>(
+  guard: Guard<Req, Response>,
+  decision: Decision,
+  response: Response,
+  target: HeaderTarget,
+): void {
+  guard.settleHeaders?.(
+    decision,
+    { status: response.status, field: (name) => response.headers.get(name) ?? undefined },
+    target,
+  );
 }
 
 /**

@@ -85,22 +85,26 @@ async function post(path: string): Promise<{ status: number; remaining: number; 
 }
 
 it('count: failed lets successful logins through and denies the 4th failed one (limit 3)', async () => {
-  const statuses: number[] = [];
+  const answers: { status: number; remaining: number }[] = [];
   for (const status of [200, 401, 200, 200, 401, 200, 401, 401]) {
-    statuses.push((await post(`/login?status=${status}`)).status);
+    const { body: _body, ...answer } = await post(`/login?status=${status}`);
+    answers.push(answer);
   }
-  expect(statuses).toEqual([200, 401, 200, 200, 401, 200, 401, 429]);
+  expect(answers.map((answer) => answer.status)).toEqual([200, 401, 200, 200, 401, 200, 401, 429]);
+  // The first success's head shows its request given back: all 3 left, not the reservation's 2.
+  expect(answers[0]?.remaining).toBe(3);
 });
 
 it('settle: { header } charges the upstream header, then the trailer of a chunked response', async () => {
+  // The head shows the header's cost: 30 taken (10 reserved, 20 charged).
   const first = await post('/chat?tokens=30');
-  expect(first).toEqual({ status: 200, remaining: 90, body: 'answered' });
-  // 30 taken in all (10 reserved, 20 charged), then 10 reserved.
+  expect(first).toEqual({ status: 200, remaining: 70, body: 'answered' });
+  // A trailer comes after the head: it shows the 10 reserved.
   const streamed = await post('/chat?tokens=45&trailer');
   expect(streamed).toEqual({ status: 200, remaining: 60, body: 'streamed;done' });
-  // 45 taken for the streamed one: 100 - 30 - 45 - 10.
+  // 45 taken for the streamed one; this one reserves 10 (100 - 30 - 45 - 10) and uses 5.
   const next = await post('/chat?tokens=5');
-  expect(next.remaining).toBe(15);
+  expect(next.remaining).toBe(20);
 });
 
 it('serve --check lists count and settle with the route', async () => {

@@ -16,7 +16,7 @@ import { createHttpGuard } from '../../src/http/node.js';
 import { createLimiter, type Limiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { type App, listen, toRequest } from './support/apps.js';
-import { integerField } from './support/client.js';
+import { integerField, listField } from './support/client.js';
 import { watchSettles } from './support/suite.js';
 
 let client: Redis;
@@ -421,5 +421,70 @@ describe('settle as a function, and Fastify hooks', () => {
       server.register(floodgate, { rules: minute(1), hook: 'onSend' as never }).ready(),
     ).rejects.toThrow(new RangeError(`floodgate hook: "onSend" must be 'onRequest' or 'preHandler'`));
     await server.close();
+  });
+});
+
+describe('headers of a response that tells its settling in its head', () => {
+  it('node:http: writeHead with an object or a flat array of fields; RPM + TPM, both rules in the head', async () => {
+    const { limiter, settled } = watchedLimiter([
+      { name: 'rpm', algorithm: 'sliding-log', counts: 'requests', limit: 10, window: '1m' },
+      { name: 'tpm', algorithm: 'sliding-log', limit: 100, window: '1m' },
+    ]);
+    const guard = createHttpGuard({ limiter, cost: 10, settle: 'x-actual', headers: ['draft-10', 'legacy'] });
+    app = await listen(
+      createServer(async (req, res) => {
+        if (!(await guard(req, res))) return;
+        if (req.url === '/object') res.writeHead(200, { 'x-actual': '40' });
+        else res.writeHead(200, 'OK', ['x-actual', '100']);
+        res.end('done');
+      }),
+    );
+    const remaining = (response: Response) =>
+      listField(response, 'RateLimit').map((item) => [item.name, item.params.r]);
+    const object = await fetch(`${app.url}/object`);
+    await object.arrayBuffer();
+    // 10 reserved, 40 used: tpm shows 30 more taken; rpm (1 a request) is as checked, and binds.
+    expect(remaining(object)).toEqual([
+      ['rpm', 9],
+      ['tpm', 60],
+    ]);
+    expect([
+      integerField(object, 'X-RateLimit-Limit'),
+      integerField(object, 'X-RateLimit-Remaining'),
+    ]).toEqual([10, 9]);
+    await settled(1);
+    const array = await fetch(`${app.url}/array`);
+    await array.arrayBuffer();
+    // 50 left after the reservation, 90 more used: tpm is out and binds.
+    expect(remaining(array)).toEqual([
+      ['rpm', 8],
+      ['tpm', 0],
+    ]);
+    expect([integerField(array, 'X-RateLimit-Limit'), integerField(array, 'X-RateLimit-Remaining')]).toEqual([
+      100, 0,
+    ]);
+    expect(array.headers.get('x-actual')).toBe('100');
+  });
+
+  it('Express, two limiters: the one that gives a failed request back rewrites only its own list items', async () => {
+    const outer = watchedLimiter({ name: 'outer', algorithm: 'fixed-window', limit: 5, window: '1m' });
+    const inner = watchedLimiter({ name: 'inner', algorithm: 'fixed-window', limit: 3, window: '1m' });
+    const server = express();
+    server.use(
+      rateLimit({ limiter: outer.limiter, skipFailedRequests: true, headers: ['draft-10', 'legacy'] }),
+    );
+    server.use(rateLimit({ limiter: inner.limiter, headers: ['draft-10', 'legacy'] }));
+    server.get('/down', (_req, res) => void res.status(503).send('down'));
+    app = await listen(createServer(server));
+    const response = await fetch(`${app.url}/down`);
+    await response.arrayBuffer();
+    expect(response.status).toBe(503);
+    expect(listField(response, 'RateLimit').map((item) => [item.name, item.params.r])).toEqual([
+      ['outer', 5],
+      ['inner', 2],
+    ]);
+    // The single-valued fields show the inner limiter (2 left): not the outer one's to rewrite.
+    expect(integerField(response, 'X-RateLimit-Remaining')).toBe(2);
+    expect(integerField(response, 'X-RateLimit-Limit')).toBe(3);
   });
 });

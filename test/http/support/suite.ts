@@ -467,12 +467,13 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
         expect(statuses).toEqual([401, 200, 401, 200, 401, 200, 401, 200, 401, 429]);
       });
 
-      it('skipFailedRequests: failed responses give their cost back, successful ones keep it', async () => {
+      it('skipFailedRequests: failed responses give their cost back (and their headers say so), successful ones keep it', async () => {
         const app = await serve(minute(2), { outcome: { skipFailedRequests: true } });
         for (let i = 1; i <= 3; i++) {
           const failed = await answer(app, 503);
           expect(failed.status).toBe(503);
-          expect(integerField(failed, 'RateLimit-Remaining')).toBe(1);
+          // The head shows the state after the give-back, not the reservation (1).
+          expect(integerField(failed, 'RateLimit-Remaining')).toBe(2);
           await failed.arrayBuffer();
           await app.settled(i);
         }
@@ -481,23 +482,25 @@ export function runAdapterSuite(adapter: AdapterName, fixture: StoreFixture): vo
         expect((await answer(app, 200)).status).toBe(429);
       });
 
-      it("settle: 'x-actual' charges the response header's cost (debt included); a garbled value leaves the reservation", async () => {
+      it("settle: 'x-actual' charges the response header's cost (debt included), shown in its head; a garbled value leaves the reservation", async () => {
         const app = await serve(
           { name: 'tokens', algorithm: 'token-bucket', limit: 10, window: '1h' },
           { outcome: { settle: 'x-actual' } },
         );
-        const first = await answer(app, 200, '4');
-        expect(integerField(first, 'RateLimit-Remaining')).toBe(9);
+        // Cost 1 reserved, 5 used: the head shows 4 more taken than the reservation's 9.
+        const first = await answer(app, 200, '5');
+        expect(integerField(first, 'RateLimit-Remaining')).toBe(5);
         await first.arrayBuffer();
         await app.settled(1);
-        const garbled = await answer(app, 200, '4 tokens');
-        expect(integerField(garbled, 'RateLimit-Remaining')).toBe(5);
+        const garbled = await answer(app, 200, '5 tokens');
+        expect(integerField(garbled, 'RateLimit-Remaining')).toBe(4);
         await garbled.arrayBuffer();
         const large = await answer(app, 200, '20');
-        expect(integerField(large, 'RateLimit-Remaining')).toBe(4);
+        // 3 left after its reservation, 19 more: no less than 0 shown.
+        expect(integerField(large, 'RateLimit-Remaining')).toBe(0);
         await large.arrayBuffer();
         await app.settled(2);
-        // 4 left, 19 more charged: the bucket is in debt, so the next request waits.
+        // 3 left, 19 more charged: the bucket is in debt, so the next request waits.
         const denied = await answer(app, 200);
         expect(denied.status).toBe(429);
         expect(integerField(denied, 'RateLimit-Remaining')).toBe(0);
