@@ -190,23 +190,17 @@ export function createChecks(context: CheckContext): Checks {
     leased: Leases,
   ): Promise<Decision> {
     const cacheKey = denyKey(keyHeadValue, set.plan);
-    for (;;) {
-      if (denyCache !== undefined && cost <= set.smallestCapacity) {
-        const cached = denyCache.get(cacheKey, cost, clock());
-        if (cached !== undefined) return cached;
-      }
-      const taken = await leased.take(keyHeadValue, set, cost);
-      if (taken === undefined) return evaluateThroughCaller(key, keyHeadValue, cost, set, true);
-      if (taken === RETRY) {
-        const again = leased.local(keyHeadValue, set, cost);
-        if (again === undefined) return evaluateThroughCaller(key, keyHeadValue, cost, set, true);
-        if (again !== TAKE) return conclude(keyHeadValue, set.rules, again, cost, false, set, true);
-        continue;
-      }
-      const decision = conclude(keyHeadValue, set.rules, taken, cost, false, set, true);
-      if (denyCache !== undefined && !decision.allowed) denyCache.remember(cacheKey, cost, decision, clock());
-      return decision;
+    if (denyCache !== undefined && cost <= set.smallestCapacity) {
+      const cached = denyCache.get(cacheKey, cost, clock());
+      if (cached !== undefined) return cached;
     }
+    const taken = await leased.take(keyHeadValue, set, cost);
+    if (taken === undefined) return evaluateThroughCaller(key, keyHeadValue, cost, set, true);
+    // Another check's take landed meanwhile: look at the slice again.
+    if (taken === RETRY) return evaluateLeased(key, keyHeadValue, cost, set, leased);
+    const decision = conclude(keyHeadValue, set.rules, taken, cost, false, set, true);
+    if (denyCache !== undefined && !decision.allowed) denyCache.remember(cacheKey, cost, decision, clock());
+    return decision;
   }
 
   /**

@@ -5,14 +5,7 @@
  * adapter (Express, Fastify, node:http, Fetch, Koa, Hono, Nest) with a handler of its own kind.
  */
 import 'reflect-metadata';
-import { once } from 'node:events';
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAdaptorServer } from '@hono/node-server';
@@ -30,8 +23,9 @@ import { rateLimit as koaRateLimit } from '../../src/http/koa.js';
 import { FloodgateGuard } from '../../src/http/nestjs.js';
 import { createHttpGuard } from '../../src/http/node.js';
 import { createLimiter, type Limiter } from '../../src/index.js';
-import { type App, listen, toRequest } from './support/apps.js';
+import { type App, listen } from './support/apps.js';
 import { startNestApp } from './support/nest.js';
+import { hostFetchGuard, startStream, statusOf } from './support/streaming.js';
 
 /** Ends every /stream response that is waiting. */
 let endStreams: (() => void)[] = [];
@@ -107,31 +101,7 @@ const startFetch: Start = async (limiter) => {
     });
     return new Response(body);
   }
-  return listen(
-    createServer(async (req: IncomingMessage, res: ServerResponse) => {
-      const aborted = new AbortController();
-      res.once('close', () => aborted.abort());
-      const plain = toRequest(req, 'http://127.0.0.1');
-      const request = new Request(plain, { signal: aborted.signal });
-      const limited = await guard(request, { ip: req.socket.remoteAddress });
-      let response: Response;
-      try {
-        response = limited ?? guard.withHeaders(request, await handle(request));
-      } catch {
-        // The handler failed: the request is over, as the platform would abort it.
-        aborted.abort();
-        res.statusCode = 500;
-        res.end();
-        return;
-      }
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (response.body === null) return void res.end();
-      const reader = response.body.getReader();
-      res.once('close', () => void reader.cancel().catch(() => undefined));
-      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) res.write(chunk.value);
-      res.end();
-    }),
-  );
+  return hostFetchGuard(guard, handle);
 };
 
 const startKoa: Start = async (limiter) => {
@@ -212,40 +182,6 @@ const ADAPTERS: Record<string, Start> = {
   nest: startNest,
 };
 
-/** GET `path`; resolves with the status once the response has ended. */
-function get(app: App, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${app.url}${path}`, { agent: false });
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** GET `path` and resolve once its first body chunk arrived; `abort` then drops the connection. */
-function startStream(
-  app: App,
-  path: string,
-): Promise<{ status: number; abort(): void; ended: Promise<void> }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${app.url}${path}`, { agent: false });
-    req.on('response', (res) => {
-      // An abort is this test's own doing: the response's 'aborted' error is expected.
-      res.on('error', () => undefined);
-      const ended = once(res, 'end').then(
-        () => undefined,
-        () => undefined,
-      );
-      res.once('data', () => resolve({ status: res.statusCode ?? 0, abort: () => req.destroy(), ended }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /** The key's free slots as the limiter sees them now, polled until `expected` (the release is asynchronous). */
 async function freeSlotsBecome(limiter: Limiter, expected: number): Promise<number> {
   let free = -1;
@@ -273,9 +209,9 @@ describe.each(Object.entries(ADAPTERS))('%s', (_name, start) => {
   it('a finished response gives its slot back', async () => {
     const limiter = limiterOf(60_000);
     app = await start(limiter);
-    expect(await get(app, '/quick')).toBe(200);
+    expect(await statusOf(app, '/quick')).toBe(200);
     expect(await freeSlotsBecome(limiter, 1)).toBe(1);
-    expect(await get(app, '/quick')).toBe(200);
+    expect(await statusOf(app, '/quick')).toBe(200);
   });
 
   it('a client that aborts frees its slot at once, long before the lease', async () => {
@@ -283,18 +219,18 @@ describe.each(Object.entries(ADAPTERS))('%s', (_name, start) => {
     app = await start(limiter);
     const stream = await startStream(app, '/stream');
     expect(stream.status).toBe(200);
-    expect(await get(app, '/quick')).toBe(429);
+    expect(await statusOf(app, '/quick')).toBe(429);
     stream.abort();
     expect(await freeSlotsBecome(limiter, 1)).toBe(1);
-    expect(await get(app, '/quick')).toBe(200);
+    expect(await statusOf(app, '/quick')).toBe(200);
   });
 
   it('a failed handler gives its slot back', async () => {
     const limiter = limiterOf(60_000);
     app = await start(limiter);
-    await get(app, '/fail').catch(() => 0);
+    await statusOf(app, '/fail').catch(() => 0);
     expect(await freeSlotsBecome(limiter, 1)).toBe(1);
-    expect(await get(app, '/quick')).toBe(200);
+    expect(await statusOf(app, '/quick')).toBe(200);
   });
 
   it('a response streaming past the lease keeps its slot (renewed), and frees it when done', async () => {
@@ -303,11 +239,11 @@ describe.each(Object.entries(ADAPTERS))('%s', (_name, start) => {
     app = await start(limiter);
     const stream = await startStream(app, '/stream');
     await sleep(2.5 * lease);
-    expect(await get(app, '/quick')).toBe(429);
+    expect(await statusOf(app, '/quick')).toBe(429);
     for (const end of endStreams) end();
     endStreams = [];
     await stream.ended;
     expect(await freeSlotsBecome(limiter, 1)).toBe(1);
-    expect(await get(app, '/quick')).toBe(200);
+    expect(await statusOf(app, '/quick')).toBe(200);
   });
 });

@@ -3,7 +3,7 @@
  * others are checked, clients that abort, handlers that throw, the actual cost in an HTTP
  * trailer, settle as a function, and Fastify's preHandler hook. Real sockets, real Redis.
  */
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import { PassThrough } from 'node:stream';
 import express from 'express';
 import Fastify from 'fastify';
@@ -15,8 +15,9 @@ import { createFetchGuard } from '../../src/http/fetch.js';
 import { createHttpGuard } from '../../src/http/node.js';
 import { createLimiter, type Limiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { useRedisServer } from '../support/redis-server.js';
-import { type App, listen, toRequest } from './support/apps.js';
+import { type App, listen } from './support/apps.js';
 import { integerField, listField } from './support/client.js';
+import { hostFetchGuard, startStream, statusOf } from './support/streaming.js';
 import { watchSettles } from './support/suite.js';
 
 let client: Redis;
@@ -154,30 +155,7 @@ const startFetch: Start = async (limiter, counting) => {
     });
     return new Response(body);
   }
-  return listen(
-    createServer(async (req: IncomingMessage, res: ServerResponse) => {
-      const aborted = new AbortController();
-      res.once('close', () => aborted.abort());
-      const request = new Request(toRequest(req, 'http://127.0.0.1'), { signal: aborted.signal });
-      const limited = await guard(request, { ip: req.socket.remoteAddress });
-      let response: Response;
-      try {
-        response = limited ?? guard.withHeaders(request, await handle(request));
-      } catch {
-        // The handler failed: the request is over, as the platform would abort it.
-        aborted.abort();
-        res.statusCode = 500;
-        res.end();
-        return;
-      }
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (response.body === null) return void res.end();
-      const reader = response.body.getReader();
-      res.once('close', () => void reader.cancel().catch(() => undefined));
-      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) res.write(chunk.value);
-      res.end();
-    }),
-  );
+  return hostFetchGuard(guard, handle);
 };
 
 /** GET `path`: the status and RateLimit-Remaining once the response has ended. */
@@ -185,33 +163,6 @@ async function get(app: App, path: string): Promise<{ status: number; remaining:
   const response = await fetch(`${app.url}${path}`);
   await response.arrayBuffer();
   return { status: response.status, remaining: integerField(response, 'RateLimit-Remaining') };
-}
-
-/** GET `path` on a connection of its own; resolves with the status once the response has ended. */
-function statusOf(app: App, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${app.url}${path}`, { agent: false });
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** GET `path`, resolving once its first body chunk arrived; `abort` then drops the connection. */
-function startStream(app: App, path: string): Promise<{ status: number; abort(): void }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${app.url}${path}`, { agent: false });
-    req.on('response', (res) => {
-      // The abort is this test's own doing: the response's 'aborted' error is expected.
-      res.on('error', () => undefined);
-      res.once('data', () => resolve({ status: res.statusCode ?? 0, abort: () => req.destroy() }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 let prefixes = 0;

@@ -4,12 +4,12 @@
  * every aligned window stay within the limit and reach 99% of it under excess demand; buckets
  * never admit above their burst; a process killed mid-slice loses at most its slice.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { type AlgorithmName, createLimiter, redisStore } from '../../src/index.js';
 import type { HammerJob, HammerResult } from '../support/hammer.js';
-import { startWorker, type Worker } from '../support/hammer-workers.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { startWorker, useHammerWorkers, type Worker } from '../support/hammer-workers.js';
+import type { RedisServer } from '../support/redis-server.js';
 import { withinOneWindow } from '../support/redis-time.js';
 
 const PROCESSES = 4;
@@ -20,16 +20,8 @@ let client: Redis;
 let workers: Worker[] = [];
 let jobs = 0;
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-  workers = await Promise.all(Array.from({ length: PROCESSES }, () => startWorker(server.port)));
-});
-
-afterAll(async () => {
-  await Promise.all(workers.map((worker) => worker.stop()));
-  client?.disconnect();
-  await server?.stop();
+useHammerWorkers(PROCESSES, (started) => {
+  ({ server, client, workers } = started);
 });
 
 function onAll(job: Omit<HammerJob, 'id' | 'skewMs'>): Promise<HammerResult[]> {

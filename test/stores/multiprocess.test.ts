@@ -6,12 +6,11 @@
  * clock) during a run; a run that takes too long for that, or straddles a window boundary, is
  * detected with Redis TIME and repeated.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import type { AlgorithmName } from '../../src/index.js';
 import type { HammerJob, HammerResult } from '../support/hammer.js';
-import { startWorker, type Worker } from '../support/hammer-workers.js';
-import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { useHammerWorkers, type Worker } from '../support/hammer-workers.js';
 import { redisTimeMs } from '../support/redis-time.js';
 
 const PROCESSES = 4;
@@ -37,21 +36,12 @@ const CASES: Case[] = [
   { algorithm: 'sliding-window', window: 60_000, exactForMs: 60_000, aligned: true },
 ];
 
-let server: RedisServer;
 let client: Redis;
 let workers: Worker[] = [];
 let jobs = 0;
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  client = new Redis(server.port, '127.0.0.1');
-  workers = await Promise.all(Array.from({ length: PROCESSES }, () => startWorker(server.port)));
-});
-
-afterAll(async () => {
-  await Promise.all(workers.map((worker) => worker.stop()));
-  client?.disconnect();
-  await server?.stop();
+useHammerWorkers(PROCESSES, (started) => {
+  ({ client, workers } = started);
 });
 
 /** All workers hammer one fresh key at once; repeated while a run is too long to be exact. */

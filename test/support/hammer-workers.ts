@@ -5,7 +5,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { afterAll } from 'vitest';
 import type { HammerJob, HammerResult } from './hammer.js';
+import { type RedisServer, useRedisServer } from './redis-server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HAMMER = fileURLToPath(new URL('./hammer.ts', import.meta.url));
@@ -61,5 +64,24 @@ export function startWorker(port: number): Promise<Worker> {
       pending.get(result.id)?.resolve(result);
       pending.delete(result.id);
     });
+  });
+}
+
+/**
+ * A throwaway Redis server and `count` workers on it for the whole file, started once; `ready`
+ * receives them. The workers stop before the server does.
+ */
+export function useHammerWorkers(
+  count: number,
+  ready: (started: { server: RedisServer; client: Redis; workers: Worker[] }) => void,
+): void {
+  let workers: Worker[] = [];
+  useRedisServer(async (started) => {
+    workers = await Promise.all(Array.from({ length: count }, () => startWorker(started.server.port)));
+    ready({ ...started, workers });
+  });
+  // Registered after useRedisServer's: vitest runs it first, before the server stops.
+  afterAll(async () => {
+    await Promise.all(workers.map((worker) => worker.stop()));
   });
 }

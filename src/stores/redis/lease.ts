@@ -4,7 +4,7 @@
  */
 import type { ResolvedRule } from '../../core/types.js';
 import { describe } from '../../describe.js';
-import type { Leased, OverrideChanged } from '../types.js';
+import type { Store } from '../types.js';
 import type { Run } from './calls.js';
 import { decodeCheckReply } from './reply.js';
 import { describeRules, ruleKeys } from './rule-layout.js';
@@ -22,16 +22,8 @@ function leaseTextsOf(rules: readonly ResolvedRule[]): readonly string[] {
 }
 
 /** The store's `lease` over `run`, on the store's clock (`now`: '-1' for the server's TIME). */
-export function redisLease(run: Run, now: () => string) {
-  return async function lease(
-    head: string,
-    rules: readonly ResolvedRule[],
-    cost: number,
-    want: number,
-    returned: number,
-    tokens: readonly number[],
-    overrideSeen: string,
-  ): Promise<Leased | OverrideChanged> {
+export function redisLease(run: Run, now: () => string): NonNullable<Store['lease']> {
+  return async function lease(head, rules, cost, want, returned, tokens, overrideSeen) {
     const described = describeRules(rules);
     const texts = leaseTextsOf(rules);
     const args = ['q', String(want), now(), String(cost), overrideSeen, String(returned)];
