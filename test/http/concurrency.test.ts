@@ -33,6 +33,19 @@ const streamEnd = () => new Promise<void>((resolve) => endStreams.push(resolve))
 
 type Start = (limiter: Limiter) => Promise<App>;
 
+/** A Fetch response that sends `first;` at once and `last` when the test ends its stream. */
+function streamedResponse(): Response {
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(new TextEncoder().encode('first;'));
+      await streamEnd();
+      controller.enqueue(new TextEncoder().encode('last'));
+      controller.close();
+    },
+  });
+  return new Response(body);
+}
+
 const startExpress: Start = async (limiter) => {
   const app = express();
   app.use(rateLimit({ limiter }));
@@ -91,15 +104,7 @@ const startFetch: Start = async (limiter) => {
     const path = new URL(request.url).pathname;
     if (path === '/fail') throw new Error('handler failed');
     if (path !== '/stream') return new Response('ok');
-    const body = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        controller.enqueue(new TextEncoder().encode('first;'));
-        await streamEnd();
-        controller.enqueue(new TextEncoder().encode('last'));
-        controller.close();
-      },
-    });
-    return new Response(body);
+    return streamedResponse();
   }
   return hostFetchGuard(guard, handle);
 };
@@ -130,17 +135,7 @@ const startHono: Start = async (limiter) => {
   app.get('/fail', () => {
     throw new Error('handler failed');
   });
-  app.get('/stream', () => {
-    const body = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        controller.enqueue(new TextEncoder().encode('first;'));
-        await streamEnd();
-        controller.enqueue(new TextEncoder().encode('last'));
-        controller.close();
-      },
-    });
-    return new Response(body);
-  });
+  app.get('/stream', () => streamedResponse());
   return listen(createAdaptorServer({ fetch: app.fetch }) as Server);
 };
 
