@@ -341,6 +341,7 @@ end
 -- A lone check of one rule without a block that names no override, the usual shape: checkOne's
 -- answer without the batch's write log and reply table, which cost such a check more than its
 -- evaluation.
+local DIRECT_OUT = { 6, 0, 0, 0, 0, 0, 0 }
 local function checkDirect(rule, mode, cost, seen)
   VALUES, get, put = call('MGET', KEYS[1], KEYS[2]), getDirect, putDirect
   if seen == '' then
@@ -355,7 +356,9 @@ local function checkDirect(rule, mode, cost, seen)
   local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
     EVALUATORS[rule[1]](2, rule[2], rule[3], rule[4], units)
   if allowed and mode == 'c' then commit(2, units, x, y, z, w) end
-  return { 6, allowed and 1 or 0, remaining, reset, retry, resetAfter, token }
+  local out = DIRECT_OUT
+  out[2], out[3], out[4], out[5], out[6], out[7] = allowed and 1 or 0, remaining, reset, retry, resetAfter, token
+  return out
 end
 
 -- A quota slice ('q', see the header of script.ts): give back, then take, every rule at once.
