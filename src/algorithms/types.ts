@@ -137,7 +137,7 @@ export interface Algorithm<S> {
    * `SETTLERS[code] = function(k, L, W, B, token, reserved, delta)`; with `slots`, also
    * `RELEASERS[code]` and `RENEWERS[code] = function(k, L, W, B, token, cost)` returning the
    * number of live slots touched. `k` is the index of the rule's
-   * first key in KEYS; `now` and the helpers of the preamble (`fmt`, `adjust`, and `get`, `put`,
+   * first key in KEYS; `now` and the helpers of the preamble (`fmt`, `fmtNow` for `now` itself, `adjust`, and `get`, `put`,
    * `del` for string keys, which a batch reads with one MGET) are in scope.
    */
   readonly lua: string;
