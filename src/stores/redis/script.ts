@@ -104,12 +104,13 @@ local function fmt(x)
   return text
 end
 
--- The call's clock as text, formatted once per call rather than remembered in FORMATTED, where
--- a lone check would add an entry per millisecond.
-local NOW_TEXT, NOW_FORMATTED
-local function fmtNow()
-  if NOW_FORMATTED ~= now then NOW_FORMATTED, NOW_TEXT = now, format('%d', now) end
-  return NOW_TEXT
+-- fmt for numbers that change every millisecond (the clock, times and ttls derived from it):
+-- only the last one is remembered, which the checks of a batch share, rather than filling
+-- FORMATTED with an entry per call, which measurably cost a lone check more than it saved.
+local FRESH, FRESH_TEXT
+local function fmtFresh(x)
+  if FRESH ~= x then FRESH, FRESH_TEXT = x, format('%d', x) end
+  return FRESH_TEXT
 end
 
 -- String values of this call's keys: checks and settles read them all with MGET up front (one
@@ -148,10 +149,8 @@ end
 local function getDirect(k)
   return VALUES[k]
 end
--- The ttl formatted as is: a lone check's ttl seldom repeats from one call to the next, and
--- remembering each one in FORMATTED measurably cost more than it saved.
 local function putDirect(k, value, ttl)
-  call('PSETEX', KEYS[k], format('%d', ttl), value)
+  call('PSETEX', KEYS[k], fmtFresh(ttl), value)
 end
 local get, put = getLogged, putLogged
 local function del(k)
