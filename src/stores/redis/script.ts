@@ -342,7 +342,8 @@ local function loneOf(text)
   local set, check = match(text, '^([^|]*)|(.*)$')
   local rules, parsed = ruleSetOf(set), checkOf(check)
   local seen = parsed[4]
-  local lone = { rules, parsed, #rules == 1 and rules.keys == 1 and rules.blocks == 0 and (seen == '' or seen == '*') }
+  local direct = #rules == 1 and rules.keys == 1 and rules.blocks == 0 and (seen == '' or seen == '*')
+  local lone = { rules, parsed, direct }
   remember(text, lone)
   return lone
 end
