@@ -89,7 +89,7 @@ end
 -- Stores the TAT that is ahead units after now, for as long as it matters.
 local function gcraStore(k, L, ahead)
   local whole = floor(ahead / L)
-  local value = fmt(now + whole)
+  local value = fmtFresh(now + whole)
   local rem = ahead - whole * L
   if rem > 0 then value = value .. ':' .. fmt(rem) end
   put(k, value, ceil(ahead / L))

@@ -90,10 +90,10 @@ local function windowsAt(k, W)
   local stored = get(k)
   if stored then
     local s, c, p = match(stored, '^(%d+):(%d+):(%d+)$')
-    s = tonumber(s)
-    if s == start then
+    -- As strings, like fixed window's: fmt remembers both starts, a tonumber is a strtod.
+    if s == fmt(start) then
       current, previous = tonumber(c), tonumber(p)
-    elseif s == start - W then
+    elseif s == fmt(start - W) then
       previous = tonumber(c)
     end
   end

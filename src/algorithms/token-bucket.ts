@@ -75,7 +75,7 @@ local function tokensAt(k, L, full)
 end
 
 local function tokenBucketCommit(k, cost, left, resetAfter)
-  put(k, fmt(left) .. ':' .. fmt(now), resetAfter)
+  put(k, fmt(left) .. ':' .. fmtFresh(now), resetAfter)
 end
 
 EVALUATORS[${CODE}] = function(k, L, W, B, cost)
@@ -98,7 +98,7 @@ SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   if missing == 0 then
     del(k)
   else
-    put(k, fmt(full - missing) .. ':' .. fmt(now), ceil(missing / L))
+    put(k, fmt(full - missing) .. ':' .. fmtFresh(now), ceil(missing / L))
   end
 end`,
 };

@@ -136,9 +136,10 @@ export interface Algorithm<S> {
    * and up to four arguments for it (called as `commit(k, cost, ...)` when every rule allows), and
    * `SETTLERS[code] = function(k, L, W, B, token, reserved, delta)`; with `slots`, also
    * `RELEASERS[code]` and `RENEWERS[code] = function(k, L, W, B, token, cost)` returning the
-   * number of live slots touched. `k` is the index of the rule's
-   * first key in KEYS; `now` and the helpers of the preamble (`fmt`, `adjust`, and `get`, `put`,
-   * `del` for string keys, which a batch reads with one MGET) are in scope.
+   * number of live slots touched. `k` is the index of the rule's first key in KEYS; `now` and the
+   * helpers of the preamble (`fmt`, `fmtFresh` for numbers that change every millisecond,
+   * `adjust`, and `get`, `put`, `del` for string keys, which a batch reads with one MGET) are in
+   * scope.
    */
   readonly lua: string;
 }

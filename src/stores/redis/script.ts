@@ -104,6 +104,15 @@ local function fmt(x)
   return text
 end
 
+-- fmt for numbers that change every millisecond (the clock, times and ttls derived from it):
+-- only the last one is remembered, which the checks of a batch share, rather than filling
+-- FORMATTED with an entry per call, which measurably cost a lone check more than it saved.
+local FRESH, FRESH_TEXT
+local function fmtFresh(x)
+  if FRESH ~= x then FRESH, FRESH_TEXT = x, format('%d', x) end
+  return FRESH_TEXT
+end
+
 -- String values of this call's keys: checks and settles read them all with MGET up front (one
 -- redis.call per SLICE keys instead of one GET per key: most of a check's cost in Redis
 -- is its redis.call count). Writes go through put/del, which remember them, so a key that is
@@ -114,13 +123,15 @@ end
 -- call: a key checked many times in one batch (one client's burst, a tenant's quota) costs two
 -- writes instead of one per check, and a batch of distinct keys pays one table lookup per write.
 -- Nothing outside this call can see the difference.
+-- A lone check of one rule reads and writes each key once, so it swaps in get and put that skip
+-- this bookkeeping (see checkDirect).
 local VALUES, WRITTEN, TTL, DIRTY, DIRTY_COUNT
-local function get(k)
+local function getLogged(k)
   local written = WRITTEN[KEYS[k]]
   if written ~= nil then return written end
   return VALUES[k]
 end
-local function put(k, value, ttl)
+local function putLogged(k, value, ttl)
   local key = KEYS[k]
   if WRITTEN[key] == nil then
     -- PSETEX, not SET with PX: cheaper to parse. The ttl as an integer string: a number
@@ -135,6 +146,13 @@ local function put(k, value, ttl)
   end
   WRITTEN[key] = value
 end
+local function getDirect(k)
+  return VALUES[k]
+end
+local function putDirect(k, value, ttl)
+  call('PSETEX', KEYS[k], fmtFresh(ttl), value)
+end
+local get, put = getLogged, putLogged
 local function del(k)
   local key = KEYS[k]
   call('DEL', key)
@@ -317,6 +335,42 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
   return n, kb
 end
 
+-- A lone check's "ruleSet|check", parsed: { rules, check, direct }, direct when checkDirect can
+-- decide it: one rule with one key (the O(1) algorithms, whose one string key get and put hold),
+-- no block, and no override named.
+local function loneOf(text)
+  local set, check = match(text, '^([^|]*)|(.*)$')
+  local rules, parsed = ruleSetOf(set), checkOf(check)
+  local seen = parsed[4]
+  local direct = #rules == 1 and rules.keys == 1 and rules.blocks == 0 and (seen == '' or seen == '*')
+  local lone = { rules, parsed, direct }
+  remember(text, lone)
+  return lone
+end
+
+-- A lone check of one rule without a block that names no override, the usual shape: checkOne's
+-- answer without the batch's write log and reply table, which cost such a check more than its
+-- evaluation.
+local DIRECT_OUT = { 6, 0, 0, 0, 0, 0, 0 }
+local function checkDirect(rule, mode, cost, seen)
+  VALUES, get, put = call('MGET', KEYS[1], KEYS[2]), getDirect, putDirect
+  if seen == '' then
+    local stored = VALUES[1]
+    if stored then
+      local current = liveOverride(stored)
+      if current and current ~= '' then return { -1, current } end
+    end
+  end
+  -- A rule counting requests takes 1 whatever the check's cost.
+  local units = rule[10] and 1 or cost
+  local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
+    EVALUATORS[rule[1]](2, rule[2], rule[3], rule[4], units)
+  if allowed and mode == 'c' then commit(2, units, x, y, z, w) end
+  local out = DIRECT_OUT
+  out[2], out[3], out[4], out[5], out[6], out[7] = allowed and 1 or 0, remaining, reset, retry, resetAfter, token
+  return out
+end
+
 -- A quota slice ('q', see the header of script.ts): give back, then take, every rule at once.
 local function takeSlice()
   local want, cost, seen, returned = tonumber(ARGV[2]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
@@ -366,6 +420,17 @@ local function takeSlice()
   return out
 end
 
+-- The call's clock from ARGV[3]: the server's when it is -1, so gateway pods whose own clocks
+-- disagree still decide identically. '-1' compared as a string first: it is the usual value,
+-- and tonumber costs a strtod.
+local function setClock()
+  now = ARGV[3] ~= '-1' and tonumber(ARGV[3]) or -1
+  if now < 0 then
+    local t = call('TIME')
+    now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+  end
+end
+
 -- One call: KEYS and ARGV as described in the header of script.ts.
 local function run(keys, args)
   if not unpack then
@@ -373,18 +438,24 @@ local function run(keys, args)
   end
   call, KEYS, ARGV = redis.call, keys, args
   local mode = ARGV[1]
+  -- A lone check first: the most frequent call. "ruleSet|check" in one argument, parsed once
+  -- (see PARSED).
+  local lone
+  if mode == '1' then
+    local text = ARGV[2]
+    lone = PARSED[text] or loneOf(text)
+    if lone[3] then
+      setClock()
+      local check = lone[2]
+      return checkDirect(lone[1][1], check[1], check[2], check[4])
+    end
+  end
   if mode == 'r' then return deleteFrom(2) end
   if mode == 'x' then return call('DEL', KEYS[1]) end
   if mode == 'g' then return call('HSET', KEYS[1], ARGV[2], ARGV[4]) end
   if mode == 'd' then return call('HDEL', KEYS[1], ARGV[2]) end
 
-  -- The server's clock, so gateway pods whose own clocks disagree still decide identically.
-  -- '-1' compared as a string first: it is the usual value, and tonumber costs a strtod.
-  now = ARGV[3] ~= '-1' and tonumber(ARGV[3]) or -1
-  if now < 0 then
-    local t = call('TIME')
-    now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-  end
+  setClock()
 
   if mode == 'o' then
     local ttl = tonumber(ARGV[2])
@@ -410,7 +481,7 @@ local function run(keys, args)
     return reply
   end
 
-  VALUES, WRITTEN, TTL, DIRTY, DIRTY_COUNT = readAll(), {}, {}, {}, 0
+  VALUES, WRITTEN, TTL, DIRTY, DIRTY_COUNT, get, put = readAll(), {}, {}, {}, 0, getLogged, putLogged
   if mode == 'q' then return takeSlice() end
 
   if mode == 's' or mode == 'f' or mode == 'n' then
@@ -445,14 +516,6 @@ local function run(keys, args)
   if not OUT_CLEAN then out, last = {}, 0 end
   OUT_CLEAN = false
   if mode == '1' then
-    -- A lone check: "ruleSet|check" in one argument, parsed once (see PARSED).
-    local text = ARGV[2]
-    local lone = PARSED[text]
-    if not lone then
-      local set, check = match(text, '^([^|]*)|(.*)$')
-      lone = { ruleSetOf(set), checkOf(check) }
-      remember(text, lone)
-    end
     local check = lone[2]
     n = checkOne(out, 0, 1, lone[1], check[1], check[2], check[4])
   else

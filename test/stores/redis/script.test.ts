@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '85759de25159880f1d148a25c2f8a90d9724f4ac';
+const PINNED_SHA = '2967ffd540e28dd3b3d3311df8b6474612f6b047';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
