@@ -54,19 +54,21 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   /** What follows a decision; whatever fails here (a throwing `onLimited`) goes to next(error), as a failed check does. */
   function decided(req: Request, res: Response, next: NextFunction, decision: Decision | undefined): void {
     try {
-      if (decision === undefined) return next();
+      if (decision === undefined) {
+        next();
+        return;
+      }
       req.rateLimit = moreRestrictive(req.rateLimit, decision);
       const headers = nodeHeaderTarget(res);
       if (guard.respond(decision, headers)) {
         trackUntilClosed(guard, req, decision, { raw: res, res, headers });
-        return next();
-      }
-      if (onLimited !== undefined) {
+        next();
+      } else if (onLimited !== undefined) {
         Promise.resolve(onLimited(req, res, decision)).catch(next);
-        return;
+      } else {
+        const problem = guard.problem(decision);
+        res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(problemBody(problem));
       }
-      const problem = guard.problem(decision);
-      res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(problemBody(problem));
     } catch (error) {
       next(error);
     }
