@@ -4,6 +4,9 @@
  *   (change the code) npm run build
  *   taskset -c 0 npm run bench:ab -- [options] /tmp/before dist/esm
  * Options: --store=memory|redis (default memory), --algorithm=NAME (default fixed-window),
+ * --through=express (each check one request through the HTTP scenario's Express app in process,
+ * keyed by client address, see support/in-process-express.ts; a build directory `none` is Express
+ * without a limiter) or --through=express-middleware (through the Express middleware alone),
  * --in-flight=N checks outstanding (default 1), --keys=N distinct keys (default 10,000),
  * --rounds=N (default 30), --slice-ms=N per build per round (default 100). The rule admits
  * 100,000 per minute per key, as in the bench's many-keys workload. AB_EXEC passes flags to each
@@ -31,7 +34,8 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import type * as Floodgate from '../src/index.js';
 import { userKeys } from './support/context.js';
-import { runLoad } from './support/load.js';
+import { expressRequests, middlewareRequests } from './support/in-process-express.js';
+import { type Operation, runLoad } from './support/load.js';
 import { type RedisServer, startBenchRedis } from './support/redis.js';
 
 const { values, positionals } = parseArgs({
@@ -43,6 +47,7 @@ const { values, positionals } = parseArgs({
     keys: { type: 'string', default: '10000' },
     rounds: { type: 'string', default: '30' },
     'slice-ms': { type: 'string', default: '100' },
+    through: { type: 'string' },
     // Internal: a child measuring one build (see worker()).
     worker: { type: 'string' },
     'redis-port': { type: 'string' },
@@ -67,6 +72,9 @@ const inFlight = positiveInteger('in-flight');
 const rounds = positiveInteger('rounds');
 const sliceMs = positiveInteger('slice-ms');
 const keys = userKeys(positiveInteger('keys'));
+const through = values.through;
+if (through !== undefined && through !== 'express' && through !== 'express-middleware')
+  throw new RangeError(`--through: expected express or express-middleware, got '${through}'`);
 if (positionals.length < 1 && values.worker === undefined) {
   throw new TypeError('bench/ab.ts: give one or more build directories (e.g. /tmp/before dist/esm)');
 }
@@ -76,8 +84,12 @@ interface Slice {
   cpuUs: number;
 }
 
-/** A build's own process: waits for a slice length, measures, answers; see `main` below. */
-async function worker(dir: string, redisPort: number | undefined): Promise<void> {
+/** What a build's process runs per operation, and how to let go of its Redis client. */
+async function operationOf(
+  dir: string,
+  redisPort: number | undefined,
+): Promise<{ operation: Operation; close(): void }> {
+  if (dir === 'none') return { operation: await expressRequests(dir, undefined, keys.length), close() {} };
   const floodgate = (await import(pathToFileURL(resolve(dir, 'index.js')).href)) as typeof Floodgate;
   let limiterStore: Floodgate.Store = floodgate.memoryStore();
   let close = () => {};
@@ -91,8 +103,16 @@ async function worker(dir: string, redisPort: number | undefined): Promise<void>
     rules: { name: 'ab', algorithm, limit: 100_000, window: '1m' },
     store: limiterStore,
   });
+  if (through === 'express') return { operation: await expressRequests(dir, limiter, keys.length), close };
+  if (through === 'express-middleware')
+    return { operation: await middlewareRequests(dir, limiter, keys.length), close };
   const check = async (key: string) => (await limiter.check(key)).allowed;
-  const operation = (i: number) => check(keys[i % keys.length] as string);
+  return { operation: (i) => check(keys[i % keys.length] as string), close };
+}
+
+/** A build's own process: waits for a slice length, measures, answers; see `main` below. */
+async function worker(dir: string, redisPort: number | undefined): Promise<void> {
+  const { operation, close } = await operationOf(dir, redisPort);
   process.on('message', async (ms: number) => {
     if (ms === 0) {
       close();

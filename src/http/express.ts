@@ -51,22 +51,32 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     address: (req) => req.ip,
   });
 
-  async function handle(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const decision = await guard.check(req);
-    if (decision === undefined) return next();
-    req.rateLimit = moreRestrictive(req.rateLimit, decision);
-    const headers = nodeHeaderTarget(res);
-    if (guard.respond(decision, headers)) {
-      trackUntilClosed(guard, req, decision, { raw: res, res, headers });
-      return next();
+  /** What follows a decision; whatever fails here (a throwing `onLimited`) goes to next(error), as a failed check does. */
+  function decided(req: Request, res: Response, next: NextFunction, decision: Decision | undefined): void {
+    try {
+      if (decision === undefined) {
+        next();
+        return;
+      }
+      req.rateLimit = moreRestrictive(req.rateLimit, decision);
+      const headers = nodeHeaderTarget(res);
+      if (guard.respond(decision, headers)) {
+        trackUntilClosed(guard, req, decision, { raw: res, res, headers });
+        next();
+      } else if (onLimited !== undefined) {
+        Promise.resolve(onLimited(req, res, decision)).catch(next);
+      } else {
+        const problem = guard.problem(decision);
+        res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(problemBody(problem));
+      }
+    } catch (error) {
+      next(error);
     }
-    if (onLimited !== undefined) return onLimited(req, res, decision);
-    const problem = guard.problem(decision);
-    res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(problemBody(problem));
   }
 
   return function floodgateRateLimit(req, res, next) {
     // Express 4 ignores a returned promise, so failures (a store outage) go to next(error) here.
-    handle(req, res, next).catch(next);
+    // One `then` rather than an async function and its `catch`: this runs once per request.
+    guard.check(req).then((decision) => decided(req, res, next, decision), next);
   };
 }

@@ -68,48 +68,104 @@ function policyParameters(view: RuleDecision): [string, number][] {
   return view.quota === undefined ? [window] : [window, ['burst', view.limit]];
 }
 
-type FieldMode = 'list' | 'binding';
-type Field = readonly [name: string, value: string, mode: FieldMode];
+/** What the fields say of one rule whatever its counts: formatted once per rule, not per response. */
+interface RuleText {
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly quota: number | undefined;
+  /** The rule's name as a String: `"minute"`. */
+  readonly name: string;
+  /** Its draft-6 policy item: `120;w=60`. */
+  readonly policy6: string;
+  /** Its draft-10 policy item: `"minute";q=120;w=60`. */
+  readonly policy10: string;
+}
 
-const SERIALIZERS: Record<HeaderStyle, (decision: Decision) => Field[]> = {
-  'draft-6': (decision) => [
-    ['RateLimit-Limit', sfInteger(decision.limit), 'binding'],
-    ['RateLimit-Remaining', sfInteger(decision.remaining), 'binding'],
-    ['RateLimit-Reset', sfInteger(resetSeconds(decision)), 'binding'],
-    [
-      'RateLimit-Policy',
-      sfList(decision.rules.map((view) => sfItem(view.quota ?? view.limit, policyParameters(view)))),
-      'list',
+/** Rule names seen are few (they come from configuration); past this many the memo starts over. */
+const MAX_RULE_TEXTS = 256;
+const ruleTexts = new Map<string, RuleText>();
+
+function ruleText(view: RuleDecision): RuleText {
+  const known = ruleTexts.get(view.rule);
+  if (
+    known !== undefined &&
+    known.limit === view.limit &&
+    known.windowMs === view.windowMs &&
+    known.quota === view.quota
+  )
+    return known;
+  const quota = view.quota ?? view.limit;
+  const text: RuleText = {
+    limit: view.limit,
+    windowMs: view.windowMs,
+    quota: view.quota,
+    name: sfItem(view.rule),
+    policy6: sfItem(quota, policyParameters(view)),
+    policy10: sfItem(view.rule, [['q', quota], ...policyParameters(view)]),
+  };
+  if (ruleTexts.size >= MAX_RULE_TEXTS) ruleTexts.clear();
+  ruleTexts.set(view.rule, text);
+  return text;
+}
+
+/** A list field with one item per rule, as `item` formats it. */
+function perRule(rules: readonly RuleDecision[], item: (view: RuleDecision) => string): string {
+  // One rule, the usual case, without the array and join of a list.
+  return rules.length === 1 ? item(rules[0] as RuleDecision) : sfList(rules.map(item));
+}
+
+const policy6 = (view: RuleDecision) => ruleText(view).policy6;
+const policy10 = (view: RuleDecision) => ruleText(view).policy10;
+const remaining10 = (view: RuleDecision) =>
+  `${ruleText(view).name};r=${sfInteger(view.remaining)};t=${sfInteger(resetSeconds(view))}`;
+
+type FieldMode = 'list' | 'binding';
+
+/** A header style: its fields (names and modes, fixed) and their values for one decision, in that order. */
+interface Style {
+  readonly fields: readonly (readonly [name: string, mode: FieldMode])[];
+  /** The remaining-field of its binding group, used to compare two limiters' decisions. */
+  readonly remainingField: string | undefined;
+  values(decision: Decision): string[];
+}
+
+const STYLES: Record<HeaderStyle, Style> = {
+  'draft-6': {
+    fields: [
+      ['RateLimit-Limit', 'binding'],
+      ['RateLimit-Remaining', 'binding'],
+      ['RateLimit-Reset', 'binding'],
+      ['RateLimit-Policy', 'list'],
     ],
-  ],
-  'draft-10': (decision) => [
-    [
-      'RateLimit-Policy',
-      sfList(
-        decision.rules.map((view) =>
-          sfItem(view.rule, [['q', view.quota ?? view.limit], ...policyParameters(view)]),
-        ),
-      ),
-      'list',
+    remainingField: 'RateLimit-Remaining',
+    values: (decision) => [
+      sfInteger(decision.limit),
+      sfInteger(decision.remaining),
+      sfInteger(resetSeconds(decision)),
+      perRule(decision.rules, policy6),
     ],
-    [
-      'RateLimit',
-      sfList(
-        decision.rules.map((view) =>
-          sfItem(view.rule, [
-            ['r', view.remaining],
-            ['t', resetSeconds(view)],
-          ]),
-        ),
-      ),
-      'list',
+  },
+  'draft-10': {
+    fields: [
+      ['RateLimit-Policy', 'list'],
+      ['RateLimit', 'list'],
     ],
-  ],
-  legacy: (decision) => [
-    ['X-RateLimit-Limit', sfInteger(decision.limit), 'binding'],
-    ['X-RateLimit-Remaining', sfInteger(decision.remaining), 'binding'],
-    ['X-RateLimit-Reset', sfInteger(resetSeconds(decision)), 'binding'],
-  ],
+    remainingField: undefined,
+    values: (decision) => [perRule(decision.rules, policy10), perRule(decision.rules, remaining10)],
+  },
+  legacy: {
+    fields: [
+      ['X-RateLimit-Limit', 'binding'],
+      ['X-RateLimit-Remaining', 'binding'],
+      ['X-RateLimit-Reset', 'binding'],
+    ],
+    remainingField: 'X-RateLimit-Remaining',
+    values: (decision) => [
+      sfInteger(decision.limit),
+      sfInteger(decision.remaining),
+      sfInteger(resetSeconds(decision)),
+    ],
+  },
 };
 
 /**
@@ -126,16 +182,12 @@ function enforced(decision: Decision): Decision | undefined {
 export function rateLimitHeaders(decision: Decision, styles: readonly HeaderStyle[]): [string, string][] {
   const shown = enforced(decision);
   if (shown === undefined) return [];
-  return styles.flatMap((style) =>
-    SERIALIZERS[style](shown).map(([name, value]): [string, string] => [name, value]),
-  );
+  return styles.flatMap((style) => {
+    const { fields, values } = STYLES[style];
+    const texts = values(shown);
+    return fields.map(([name], i): [string, string] => [name, texts[i] as string]);
+  });
 }
-
-/** The remaining-field of each style's binding group, used to compare two limiters' decisions. */
-const REMAINING_FIELD: Partial<Record<HeaderStyle, string>> = {
-  'draft-6': 'RateLimit-Remaining',
-  legacy: 'X-RateLimit-Remaining',
-};
 
 /** Writes `decision`'s rate-limit headers, merging with those an earlier limiter wrote. */
 export function writeRateLimitHeaders(
@@ -146,11 +198,14 @@ export function writeRateLimitHeaders(
   const shown = enforced(decision);
   if (shown === undefined) return;
   for (const style of styles) {
-    const remainingField = REMAINING_FIELD[style];
+    const { fields, remainingField, values } = STYLES[style];
     const earlier = remainingField === undefined ? undefined : target.get(remainingField);
     // `!(a > b)` rather than `a <= b`: a value that is not a number never wins over ours.
     const bindingWins = !shown.allowed || earlier === undefined || !(shown.remaining > Number(earlier));
-    for (const [name, value, mode] of SERIALIZERS[style](shown)) {
+    const texts = values(shown);
+    for (let i = 0; i < fields.length; i++) {
+      const [name, mode] = fields[i] as (typeof fields)[number];
+      const value = texts[i] as string;
       if (mode === 'list') {
         const existing = target.get(name);
         target.set(name, existing === undefined || existing === '' ? value : `${existing}, ${value}`);
@@ -176,11 +231,13 @@ export function rewriteRateLimitHeaders(
   const shown = enforced(after);
   if (written === undefined || shown === undefined) return;
   for (const style of styles) {
-    const old = SERIALIZERS[style](written);
-    const next = SERIALIZERS[style](shown);
-    const bindingOurs = old.every(([name, value, mode]) => mode === 'list' || target.get(name) === value);
-    old.forEach(([name, value, mode], i) => {
-      const replacement = (next[i] as Field)[1];
+    const { fields, values } = STYLES[style];
+    const old = values(written);
+    const next = values(shown);
+    const bindingOurs = fields.every(([name, mode], i) => mode === 'list' || target.get(name) === old[i]);
+    fields.forEach(([name, mode], i) => {
+      const value = old[i] as string;
+      const replacement = next[i] as string;
       const current = target.get(name);
       if (replacement === value || current === undefined) return;
       if (mode === 'binding') {

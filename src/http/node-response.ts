@@ -27,17 +27,28 @@ function headerText(value: FieldValue | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : String(value);
 }
 
-/** Adapts a Node-style response (`getHeader`/`setHeader`, shared by Express and node:http) to a HeaderTarget. */
-export function nodeHeaderTarget(res: {
+type NodeHeaderSource = {
   getHeader(name: string): FieldValue | undefined;
   setHeader(name: string, value: string): unknown;
-}): HeaderTarget {
-  return {
-    get: (name) => headerText(res.getHeader(name)),
-    set(name, value) {
-      res.setHeader(name, value);
-    },
-  };
+};
+
+/** A class rather than an object of two closures: one small object per response. */
+class NodeHeaders implements HeaderTarget {
+  readonly #res: NodeHeaderSource;
+  constructor(res: NodeHeaderSource) {
+    this.#res = res;
+  }
+  get(name: string): string | undefined {
+    return headerText(this.#res.getHeader(name));
+  }
+  set(name: string, value: string): void {
+    this.#res.setHeader(name, value);
+  }
+}
+
+/** Adapts a Node-style response (`getHeader`/`setHeader`, shared by Express and node:http) to a HeaderTarget. */
+export function nodeHeaderTarget(res: NodeHeaderSource): HeaderTarget {
+  return new NodeHeaders(res);
 }
 
 /**
@@ -60,7 +71,7 @@ export function beforeHead(
     const fields = reason === undefined ? (rest[1] ?? rest[0]) : rest[1];
     if (fields !== undefined && fields !== null) mergeFields(raw, fields);
     const target = nodeHeaderTarget(raw);
-    change({ status: statusCode, field: target.get }, target);
+    change({ status: statusCode, field: (name) => target.get(name) }, target);
     return reason === undefined ? writeHead.call(raw, statusCode) : writeHead.call(raw, statusCode, reason);
   };
 }
