@@ -8,7 +8,8 @@
  */
 import type { Run } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
-import { deniedOrOverride } from './reply.js';
+import type { EvaluateReply } from '../types.js';
+import { decodeCheckReply, deniedOrOverride } from './reply.js';
 import type { Script } from './script.js';
 
 /**
@@ -46,7 +47,9 @@ interface Queue {
   due: boolean;
 }
 
-interface Pending {
+/** One check as the store queues it. */
+export interface QueuedCheck {
+  readonly head: string;
   readonly script: Script;
   readonly now: string;
   readonly keys: readonly string[];
@@ -56,8 +59,26 @@ interface Pending {
   readonly mode: string;
   readonly cost: number;
   readonly seen: string;
-  resolve(reply: unknown): void;
+  /** How many rules the check has (its reply is decoded here, sparing a promise per check). */
+  readonly ruleCount: number;
+}
+
+/** A queued check with its promise's settlers, added to the store's object itself (no copy per check). */
+interface Pending extends QueuedCheck {
+  resolve(reply: EvaluateReply): void;
   reject(error: unknown): void;
+}
+
+/** Settles a check with its decoded reply, or rejects it when its part of the reply is malformed. */
+function answer(pending: Pending, reply: unknown): void {
+  let decoded: EvaluateReply;
+  try {
+    decoded = decodeCheckReply(reply, pending.ruleCount, pending.seen);
+  } catch (error) {
+    pending.reject(error);
+    return;
+  }
+  pending.resolve(decoded);
 }
 
 /**
@@ -92,7 +113,7 @@ function split(batch: readonly Pending[], reply: unknown): unknown[] | Error {
 function deliver(batch: readonly Pending[], reply: unknown): void {
   const replies = split(batch, reply);
   if (replies instanceof Error) for (const pending of batch) pending.reject(replies);
-  else for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(replies[i]);
+  else for (let i = 0; i < batch.length; i++) answer(batch[i] as Pending, replies[i]);
 }
 
 /**
@@ -101,19 +122,19 @@ function deliver(batch: readonly Pending[], reply: unknown): void {
  * the peek's answer; a check that would be allowed cannot be counted, and fails with `error`
  * (so `onStoreError` decides it). A key over its limit thus stays denied while Redis is full.
  */
-function answerFromPeeks(batch: readonly Pending[], reply: unknown, error: unknown): void {
-  const replies = split(batch, reply);
+function answerFromPeeks(batch: readonly Pending[], peeked: unknown, error: unknown): void {
+  const replies = split(batch, peeked);
   for (let i = 0; i < batch.length; i++) {
     const pending = batch[i] as Pending;
-    const answer = replies instanceof Error ? undefined : replies[i];
-    if (answer !== undefined && (pending.mode === 'p' || deniedOrOverride(answer))) pending.resolve(answer);
+    const reply = replies instanceof Error ? undefined : replies[i];
+    if (reply !== undefined && (pending.mode === 'p' || deniedOrOverride(reply))) answer(pending, reply);
     else pending.reject(error);
   }
 }
 
 export interface Batcher {
-  /** Queues one check (see the 'b' mode in script.ts); resolves with its reply. */
-  enqueue(check: Omit<Pending, 'resolve' | 'reject'> & { readonly head: string }): Promise<unknown>;
+  /** Queues one check (see the 'b' mode in script.ts); resolves with its decoded reply. */
+  enqueue(check: QueuedCheck): Promise<EvaluateReply>;
 }
 
 /**
@@ -253,18 +274,10 @@ export function createBatcher(
         }
         queue.now = check.now;
         queue.keys += check.keys.length;
-        // Field by field: spreads are slow on this path.
-        queue.checks.push({
-          script: check.script,
-          now: check.now,
-          keys: check.keys,
-          ruleSet: check.ruleSet,
-          mode: check.mode,
-          cost: check.cost,
-          seen: check.seen,
-          resolve,
-          reject,
-        });
+        const pending = check as Pending;
+        pending.resolve = resolve;
+        pending.reject = reject;
+        queue.checks.push(pending);
         if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
           send(take(queue), shard);
         } else if (!queue.due) {

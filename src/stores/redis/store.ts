@@ -14,7 +14,6 @@ import { redisLease } from './lease.js';
 import { memoryPolicyWarnings, readMemoryPolicies } from './memory-policy.js';
 import { redisOverrides } from './overrides.js';
 import { readinessOf } from './ready.js';
-import { decodeCheckReply } from './reply.js';
 import { describeRules, ruleKeys, settleArgs } from './rule-layout.js';
 import { BASE_SCRIPT } from './script.js';
 import { hashSlot } from './slot.js';
@@ -114,19 +113,17 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     evaluate(head, rules, cost, consume, overrideSeen) {
       try {
         const described = describeRules(rules);
-        const seen = overrideSeen ?? '*';
-        return batcher
-          .enqueue({
-            head,
-            script: described.script,
-            now: now(),
-            keys: ruleKeys(head, described),
-            ruleSet: described.ruleSet,
-            mode: consume ? 'c' : 'p',
-            cost,
-            seen,
-          })
-          .then((reply) => decodeCheckReply(reply, rules.length, seen));
+        return batcher.enqueue({
+          head,
+          script: described.script,
+          now: now(),
+          keys: ruleKeys(head, described),
+          ruleSet: described.ruleSet,
+          mode: consume ? 'c' : 'p',
+          cost,
+          seen: overrideSeen ?? '*',
+          ruleCount: rules.length,
+        });
       } catch (error) {
         return Promise.reject(error);
       }

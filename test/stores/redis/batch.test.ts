@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createLimiter, type Decision, memoryStore, redisStore } from '../../../src/index.js';
+import { Evaluation } from '../../../src/algorithms/types.js';
 import { createBatcher } from '../../../src/stores/redis/batch.js';
 import { ALGORITHMS, BASE_TIME, ruleArb, ruleSetArb } from '../../algorithms/arbitraries.js';
 import { persistingIoRedisRunner } from '../../support/persisting-runner.js';
@@ -113,6 +114,7 @@ describe('the batch reply', () => {
     mode: 'c',
     cost: 1,
     seen: '',
+    ruleCount: 1,
   });
 
   /** Two checks queued in one turn, answered with `reply`; their outcomes. */
@@ -121,11 +123,11 @@ describe('the batch reply', () => {
     return Promise.allSettled([batcher.enqueue(check('fg:{a}')), batcher.enqueue(check('fg:{b}'))]);
   }
 
-  it('is split into each check’s numbers, or the override it now has', async () => {
+  it('is split into each check’s outcomes, or the override it now has', async () => {
     const outcomes = await answer([6, 1, 9, 0, 0, 1000, 0, -1, 'pro']);
     expect(outcomes).toEqual([
-      { status: 'fulfilled', value: [1, 9, 0, 0, 1000, 0] },
-      { status: 'fulfilled', value: ['override', 'pro'] },
+      { status: 'fulfilled', value: { outcomes: [new Evaluation(true, 9, 0, 0, 1000, 0)] } },
+      { status: 'fulfilled', value: { overrideChanged: true, value: 'pro' } },
     ]);
   });
 
@@ -162,6 +164,7 @@ describe('when checks are sent', () => {
     mode: 'c',
     cost: 1,
     seen: '',
+    ruleCount: 1,
   });
 
   it('a queue of 32 goes at once; the rest at the end of the turn, in two calls from 8 on', async () => {
@@ -182,7 +185,7 @@ describe('when checks are sent', () => {
     const replies = await Promise.all(pending);
     expect(sent).toEqual([32, 32, 4, 4]);
     expect(replies).toHaveLength(72);
-    for (const reply of replies) expect(reply).toEqual([1, 9, 0, 0, 1000, 0]);
+    for (const reply of replies) expect(reply).toEqual({ outcomes: [new Evaluation(true, 9, 0, 0, 1000, 0)] });
   });
 
   it('a check that read another clock than the queued ones starts the next call; a lone check carries its own keys', async () => {
