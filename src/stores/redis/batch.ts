@@ -2,13 +2,16 @@
  * Batching for the Redis store: checks issued in the same turn of the event loop travel in one
  * script call (one command to write, parse and run, one TIME on the server), whatever the
  * client's own pipelining settings; 32 queued checks go at once, without waiting for the turn
- * to end, and so does a queue of MAX_BATCH_KEYS keys. On a cluster a batch only holds keys of one
- * hash slot, so it still runs on one node.
+ * to end, and so does a queue of MAX_BATCH_KEYS keys. A check issued while no call of its slot
+ * is in flight goes at once, alone: with nothing to wait for, Redis starts on it at once, and
+ * the checks issued after it in the turn share the next call. On a cluster a batch only holds
+ * keys of one hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
+
+import type { EvaluateReply } from '../types.js';
 import type { Run } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
-import type { EvaluateReply } from '../types.js';
 import { decodeCheckReply, deniedOrOverride } from './reply.js';
 import type { Script } from './script.js';
 
@@ -278,7 +281,11 @@ export function createBatcher(
         pending.resolve = resolve;
         pending.reject = reject;
         queue.checks.push(pending);
-        if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
+        if (
+          queue.checks.length >= SEND_EARLY_AT ||
+          queue.keys >= MAX_BATCH_KEYS ||
+          (queue.checks.length === 1 && !((inFlight.get(shard) as number) > 0))
+        ) {
           send(take(queue), shard);
         } else if (!queue.due) {
           queue.due = true;
