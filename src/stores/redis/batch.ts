@@ -10,7 +10,7 @@
  */
 
 import type { EvaluateReply } from '../types.js';
-import type { Run } from './calls.js';
+import type { Run, Send } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
 import { decodeCheckReply, deniedOrOverride } from './reply.js';
 import type { Script } from './script.js';
@@ -143,13 +143,13 @@ export interface Batcher {
 }
 
 /**
- * @param run sends one call of a script (KEYS, ARGV) and resolves with its reply.
+ * @param sendCall sends one call of a script (KEYS, ARGV) and hands over its reply or failure.
  * @param shardOf the cluster slot of a key head, when the store is partitioned.
  * @param runReadOnly sends one call that Redis runs even when it refuses writes (out of memory);
  *   without it, a refused batch fails every check in it.
  */
 export function createBatcher(
-  run: Run,
+  sendCall: Send,
   shardOf: ((head: string) => number) | undefined,
   runReadOnly?: Run,
 ): Batcher {
@@ -202,7 +202,10 @@ export function createBatcher(
     inFlight.set(shard, (inFlight.get(shard) ?? 0) + 1);
     const first = batch[0] as Pending;
     const { keys, args } = callOf(batch, false);
-    run(first.script, keys, args).then(
+    sendCall(
+      first.script,
+      keys,
+      args,
       (reply) => {
         landed(shard);
         deliver(batch, reply);

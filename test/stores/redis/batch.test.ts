@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { Evaluation } from '../../../src/algorithms/types.js';
 import { createLimiter, type Decision, memoryStore, redisStore } from '../../../src/index.js';
 import { createBatcher } from '../../../src/stores/redis/batch.js';
+import type { Run, Send } from '../../../src/stores/redis/calls.js';
 import { ALGORITHMS, BASE_TIME, ruleArb, ruleSetArb } from '../../algorithms/arbitraries.js';
 import { persistingIoRedisRunner } from '../../support/persisting-runner.js';
 import { commandCalls, useRedisServer } from '../../support/redis-server.js';
@@ -38,6 +39,13 @@ const rules = fc.oneof(
 );
 
 let run = 0;
+
+/** A batcher's send over a plain run function. */
+function sending(call: Run): Send {
+  return (script, keys, args, answered, failed) => {
+    call(script, keys, args).then(answered, failed);
+  };
+}
 
 it('a burst batched into one call decides like the same requests one by one', async () => {
   await fc.assert(
@@ -127,7 +135,7 @@ describe('the batch reply', () => {
   async function answer(reply: unknown) {
     let calls = 0;
     const batcher = createBatcher(
-      () => (calls++ === 0 ? new Promise<never>(() => undefined) : Promise.resolve(reply)),
+      sending(() => (calls++ === 0 ? new Promise<never>(() => undefined) : Promise.resolve(reply))),
       undefined,
     );
     void batcher.enqueue(check('fg:{lead}'));
@@ -189,7 +197,7 @@ describe('when checks are sent', () => {
 
   it('a check with no call in flight goes at once, alone; a queue of 32 goes at once; the rest at the end of the turn', async () => {
     const sent: number[] = [];
-    const batcher = createBatcher(answering(sent), undefined);
+    const batcher = createBatcher(sending(answering(sent)), undefined);
     const pending: Promise<unknown>[] = [batcher.enqueue(check(0))];
     expect(sent).toEqual([1]);
     for (let i = 1; i < 32; i++) pending.push(batcher.enqueue(check(i)));
@@ -209,11 +217,14 @@ describe('when checks are sent', () => {
 
   it('a check that read another clock than the queued ones starts the next call; a lone check carries its own keys', async () => {
     const sent: { keys: readonly string[]; args: string[] }[] = [];
-    const batcher = createBatcher(async (_script, keys, args) => {
-      sent.push({ keys, args });
-      const checks = args[0] === '1' ? 1 : Number(args[1]);
-      return Array.from({ length: checks }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
-    }, undefined);
+    const batcher = createBatcher(
+      sending(async (_script, keys, args) => {
+        sent.push({ keys, args });
+        const checks = args[0] === '1' ? 1 : Number(args[1]);
+        return Array.from({ length: checks }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
+      }),
+      undefined,
+    );
     const at = (i: number, now: string) => ({ ...check(i), now });
     const replies = await Promise.all([
       batcher.enqueue(at(0, '1000')),
@@ -236,12 +247,15 @@ describe('when checks are sent', () => {
     const answers: (() => void)[] = [];
     // Keys k100 and up are in slot 1, the others in slot 0.
     const slotOf = (head: string) => (Number(/k(\d+)/.exec(head)?.[1]) >= 100 ? 1 : 0);
-    const batcher = createBatcher((_script, keys, args) => {
-      const count = args[0] === '1' ? 1 : Number(args[1]);
-      sent.push(`${slotOf(keys[0] as string)}:${count}`);
-      const reply = Array.from({ length: count }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
-      return new Promise((resolve) => answers.push(() => resolve(reply)));
-    }, slotOf);
+    const batcher = createBatcher(
+      sending((_script, keys, args) => {
+        const count = args[0] === '1' ? 1 : Number(args[1]);
+        sent.push(`${slotOf(keys[0] as string)}:${count}`);
+        const reply = Array.from({ length: count }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
+        return new Promise((resolve) => answers.push(() => resolve(reply)));
+      }),
+      slotOf,
+    );
     const enqueue = (from: number) => Array.from({ length: 10 }, (_, i) => batcher.enqueue(check(from + i)));
     const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
 
