@@ -13,7 +13,7 @@ import type { DenyCache } from './deny-cache.js';
 import { createHeadCache } from './head-cache.js';
 import { type Leases, RETRY, TAKE } from './leases.js';
 import { answerLocally } from './local-answers.js';
-import { blockedDecision, learnOverride, type OverrideCache } from './overrides.js';
+import { blockedDecision, type KnownOverride, learnOverride, type OverrideCache } from './overrides.js';
 import { type Plans, type RuleSet, storedRulesWith } from './plans.js';
 import type { Ticket, Tickets } from './settle.js';
 import type { CheckOptions, Degraded, ResolvedRule } from './types.js';
@@ -205,9 +205,10 @@ export function createChecks(context: CheckContext): Checks {
 
   /**
    * The general path: overrides, the deny cache, and the store within its deadline and breaker.
-   * `key` is already validated into `keyHeadValue`, `cost` and `planned`.
+   * `key` is already validated into `keyHeadValue`, `cost` and `planned`. A chain of callbacks
+   * rather than an async function: this runs once per check, and each async layer costs a promise.
    */
-  async function evaluateThroughCaller(
+  function evaluateThroughCaller(
     key: string,
     keyHeadValue: string,
     cost: number,
@@ -221,28 +222,40 @@ export function createChecks(context: CheckContext): Checks {
       overrides.delete(keyHeadValue);
       known = undefined;
     }
-    for (let attempt = 1; ; attempt++) {
-      // Past the attempts (the override changed again meanwhile), decide with the latest one seen.
-      const seen = attempt <= OVERRIDE_ATTEMPTS ? (known?.value ?? '') : undefined;
-      const set = known?.set ?? planned;
-      const rules = known?.block === true ? NO_RULES : set.rules;
-      // Keys with an override skip the deny cache, so clearing a block is seen at once; so do
-      // slot rules, whose slots usually come back (released) long before their retry time.
-      const cacheKey = known === undefined && !set.holdsSlots ? denyKey(keyHeadValue, set.plan) : undefined;
-      // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
-      // Rules that all count requests take 1 whatever the cost: one denial covers every cost.
-      const cacheCost = set.countsCost ? cost : 1;
-      if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
-        const cached = denyCache.get(cacheKey, cacheCost, clock());
-        if (cached !== undefined) return answerLocally(cached);
-      }
-      const { reply, degraded } = await caller.call(keyHeadValue, rules, cost, consume, seen);
+    return attemptWith(key, keyHeadValue, cost, planned, consume, known, 1);
+  }
+
+  /** One store call with the override `known` here; sent again with the override the store reports instead. */
+  function attemptWith(
+    key: string,
+    keyHeadValue: string,
+    cost: number,
+    planned: RuleSet,
+    consume: boolean,
+    known: KnownOverride | undefined,
+    attempt: number,
+  ): Promise<Decision> {
+    // Past the attempts (the override changed again meanwhile), decide with the latest one seen.
+    const seen = attempt <= OVERRIDE_ATTEMPTS ? (known?.value ?? '') : undefined;
+    const set = known?.set ?? planned;
+    const rules = known?.block === true ? NO_RULES : set.rules;
+    // Keys with an override skip the deny cache, so clearing a block is seen at once; so do
+    // slot rules, whose slots usually come back (released) long before their retry time.
+    const cacheKey = known === undefined && !set.holdsSlots ? denyKey(keyHeadValue, set.plan) : undefined;
+    // A cost above some rule's capacity is never cached: its true answer is "never", not "later".
+    // Rules that all count requests take 1 whatever the cost: one denial covers every cost.
+    const cacheCost = set.countsCost ? cost : 1;
+    if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
+      const cached = denyCache.get(cacheKey, cacheCost, clock());
+      if (cached !== undefined) return Promise.resolve(answerLocally(cached));
+    }
+    return caller.call(keyHeadValue, rules, cost, consume, seen).then(({ reply, degraded }) => {
       if ('overrideChanged' in reply) {
         const value = reply.value;
-        known = learnOverride(overrides, plans, keyHeadValue, value, (cause) =>
+        const learnt = learnOverride(overrides, plans, keyHeadValue, value, (cause) =>
           context.invalidOverride({ key, value: value as string, cause }),
         );
-        continue;
+        return attemptWith(key, keyHeadValue, cost, planned, consume, learnt, attempt + 1);
       }
       if (known !== undefined && seen !== undefined && degraded === false) {
         const ttl = reply.overrideTtlMs ?? Number.POSITIVE_INFINITY;
@@ -254,7 +267,7 @@ export function createChecks(context: CheckContext): Checks {
         denyCache.remember(cacheKey, cacheCost, decision, clock());
       }
       return decision;
-    }
+    });
   }
 
   return {

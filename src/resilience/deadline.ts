@@ -5,7 +5,9 @@
  *
  * A deadline measures the store, not this process's event loop. Its clock starts at the turn's
  * check phase (where the Redis store sends the turn's batch), not when the check was issued, so
- * time the loop spent before sending is not counted. And an expired deadline is judged only after
+ * time the loop spent before sending is not counted; but a call made while no other call awaits
+ * its answer starts its clock at once, as the Redis store sends such a check at once (and a
+ * deadline saves the turn it would wait for). And an expired deadline is judged only after
  * the loop has polled for I/O once more (setImmediate): a reply that arrived in time but sat in the
  * socket while the loop was busy (a long synchronous handler, a GC pause) wins over the timer.
  */
@@ -36,6 +38,8 @@ export interface Deadlines {
  */
 export function createDeadlines(ms: number): Deadlines {
   let queue: Waiting[] = [];
+  /** Calls neither answered nor timed out. */
+  let unanswered = 0;
   let first = 0;
   /** Entries before this index have their clock started. */
   let started = 0;
@@ -65,8 +69,7 @@ export function createDeadlines(ms: number): Deadlines {
     while (first < started) {
       const waiting = queue[first] as Waiting;
       if (waiting.resolve !== undefined && waiting.expiresAt > cutoff) break;
-      waiting.resolve?.(TIMED_OUT);
-      waiting.resolve = undefined;
+      if (waiting.resolve !== undefined) settle(waiting)(TIMED_OUT);
       first++;
     }
     // Drop the expired and answered entries at the front now and then, not on every call.
@@ -76,6 +79,14 @@ export function createDeadlines(ms: number): Deadlines {
       first = 0;
     }
     arm();
+  }
+
+  /** Marks an entry answered or timed out; returns how to resolve its promise. */
+  function settle(waiting: Waiting): (value: typeof TIMED_OUT) => void {
+    const resolve = waiting.resolve as (value: typeof TIMED_OUT) => void;
+    waiting.resolve = undefined;
+    unanswered--;
+    return resolve;
   }
 
   function arm(): void {
@@ -93,19 +104,24 @@ export function createDeadlines(ms: number): Deadlines {
       return new Promise((resolve, reject) => {
         const waiting: Waiting = { expiresAt: Number.POSITIVE_INFINITY, resolve };
         queue.push(waiting);
-        if (!starting) {
+        if (++unanswered === 1) {
+          // The only call awaiting an answer: sent at once (see above), so timed from now.
+          waiting.expiresAt = performance.now() + ms;
+          started = queue.length;
+          arm();
+        } else if (!starting) {
           starting = true;
           nextTurn(start);
         }
         work.then(
           (value) => {
             if (waiting.resolve === undefined) return;
-            waiting.resolve = undefined;
+            settle(waiting);
             resolve(value);
           },
           (error: unknown) => {
             if (waiting.resolve === undefined) return;
-            waiting.resolve = undefined;
+            settle(waiting);
             reject(error);
           },
         );

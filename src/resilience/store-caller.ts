@@ -150,51 +150,77 @@ export function createStoreCaller(
     return { reply: { outcomes }, degraded: reason };
   }
 
-  /**
-   * Runs one store call within the deadline, unless the circuit is open; never rejects. A chain
-   * of callbacks rather than nested async functions: this runs once per check, and each async
-   * layer costs a promise.
-   */
+  /** A call answered within the deadline: the circuit closes again and a degraded store has recovered. */
+  function answered(breaker: CircuitBreaker | undefined): void {
+    breaker?.succeed();
+    if (!healthy) {
+      healthy = true;
+      events.recovered();
+    }
+  }
+
+  /** A call past its deadline; its late answer is swallowed by the deadline. */
+  function timedOut(breaker: CircuitBreaker | undefined): Failure {
+    breaker?.fail(clock());
+    failed('timeout', new StoreTimeoutError(timeoutMs));
+    return TIMED_OUT_ATTEMPT;
+  }
+
+  /** A call that failed; a closed store is the application's doing, not a failure to ride out (see errors.ts). */
+  function rejected(breaker: CircuitBreaker | undefined, error: unknown): Failure {
+    if (error instanceof StoreClosedError) throw error;
+    breaker?.fail(clock());
+    failed('error', error);
+    return FAILED_ATTEMPT;
+  }
+
+  /** `work`'s answer within the deadline, whether it returned a value, a promise or threw. */
+  function withinDeadline<T>(work: () => T | Promise<T>): Promise<T | typeof TIMED_OUT> {
+    let answer: T | Promise<T>;
+    try {
+      answer = work();
+    } catch (error) {
+      answer = Promise.reject(error);
+    }
+    return deadlines.within(answer instanceof Promise ? answer : Promise.resolve(answer));
+  }
+
+  /** Runs one store call within the deadline, unless the circuit is open; never rejects. */
   function attempt<T>(head: string, work: () => T | Promise<T>): Promise<Attempt<T>> {
     const breaker = breakerFor(head);
     if (breaker !== undefined && !breaker.allow(clock())) return Promise.resolve(answerLocally(UNAVAILABLE));
-    let pending: Promise<T>;
-    try {
-      const value = work();
-      pending = value instanceof Promise ? value : Promise.resolve(value);
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    return deadlines.within(pending).then(
+    return withinDeadline(work).then(
       (outcome): Attempt<T> => {
-        if (outcome === TIMED_OUT) {
-          breaker?.fail(clock());
-          failed('timeout', new StoreTimeoutError(timeoutMs));
-          return TIMED_OUT_ATTEMPT;
-        }
-        breaker?.succeed();
-        if (!healthy) {
-          healthy = true;
-          events.recovered();
-        }
+        if (outcome === TIMED_OUT) return timedOut(breaker);
+        answered(breaker);
         return { ok: true, value: outcome };
       },
-      (error: unknown): Attempt<T> => {
-        // Not a failure to ride out: the application closed the client (see errors.ts).
-        if (error instanceof StoreClosedError) throw error;
-        breaker?.fail(clock());
-        failed('error', error);
-        return FAILED_ATTEMPT;
-      },
+      (error: unknown): Attempt<T> => rejected(breaker, error),
     );
   }
 
   return {
+    // The same steps as attempt, in one callback: this runs once per check, and each layer costs a promise.
     call(head, rules, cost, consume, overrideSeen) {
-      return attempt(head, () => store.evaluate(head, rules, cost, consume, overrideSeen)).then((outcome) =>
-        outcome.ok
-          ? { reply: outcome.value, degraded: false }
-          : fallback(outcome.reason, head, rules, cost, consume),
+      const breaker = breakerFor(head);
+      if (breaker !== undefined && !breaker.allow(clock())) {
+        return Promise.resolve(answerLocally(UNAVAILABLE)).then((failure) =>
+          fallback(failure.reason, head, rules, cost, consume),
+        );
+      }
+      let answer: EvaluateReply | Promise<EvaluateReply>;
+      try {
+        answer = store.evaluate(head, rules, cost, consume, overrideSeen);
+      } catch (error) {
+        answer = Promise.reject(error);
+      }
+      return deadlines.within(answer instanceof Promise ? answer : Promise.resolve(answer)).then(
+        (outcome): StoreCallResult | Promise<StoreCallResult> => {
+          if (outcome === TIMED_OUT) return fallback(timedOut(breaker).reason, head, rules, cost, consume);
+          answered(breaker);
+          return { reply: outcome, degraded: false };
+        },
+        (error: unknown) => fallback(rejected(breaker, error).reason, head, rules, cost, consume),
       );
     },
     async settle(where, head, rules, reserved, actual, tokens, refund) {

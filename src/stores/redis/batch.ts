@@ -2,13 +2,17 @@
  * Batching for the Redis store: checks issued in the same turn of the event loop travel in one
  * script call (one command to write, parse and run, one TIME on the server), whatever the
  * client's own pipelining settings; 32 queued checks go at once, without waiting for the turn
- * to end, and so does a queue of MAX_BATCH_KEYS keys. On a cluster a batch only holds keys of one
- * hash slot, so it still runs on one node.
+ * to end, and so does a queue of MAX_BATCH_KEYS keys. A check issued while no call of its slot
+ * is in flight goes at once, alone: with nothing to wait for, Redis starts on it at once, and
+ * the checks issued after it in the turn share the next call. On a cluster a batch only holds
+ * keys of one hash slot, so it still runs on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
-import type { Run } from './calls.js';
+
+import type { EvaluateReply } from '../types.js';
+import type { Run, Send } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
-import { deniedOrOverride } from './reply.js';
+import { decodeCheckReply, deniedOrOverride } from './reply.js';
 import type { Script } from './script.js';
 
 /**
@@ -31,6 +35,8 @@ const SEND_EARLY_AT = 32;
  * shares its call. One check of the most rules a limiter accepts (rules.ts, MAX_RULES) fits.
  */
 export const MAX_BATCH_KEYS = 4096;
+/** Lone-check arguments remembered (see usualSpecs). */
+const USUAL_SPECS = 256;
 
 /**
  * The checks queued for one script on one slot, and their keys' count. Kept from turn to turn
@@ -46,7 +52,9 @@ interface Queue {
   due: boolean;
 }
 
-interface Pending {
+/** One check as the store queues it. */
+export interface QueuedCheck {
+  readonly head: string;
   readonly script: Script;
   readonly now: string;
   readonly keys: readonly string[];
@@ -56,8 +64,26 @@ interface Pending {
   readonly mode: string;
   readonly cost: number;
   readonly seen: string;
-  resolve(reply: unknown): void;
+  /** How many rules the check has (its reply is decoded here, sparing a promise per check). */
+  readonly ruleCount: number;
+}
+
+/** A queued check with its promise's settlers, added to the store's object itself (no copy per check). */
+interface Pending extends QueuedCheck {
+  resolve(reply: EvaluateReply): void;
   reject(error: unknown): void;
+}
+
+/** Settles a check with its decoded reply, or rejects it when its part of the reply is malformed. */
+function answer(pending: Pending, reply: unknown): void {
+  let decoded: EvaluateReply;
+  try {
+    decoded = decodeCheckReply(reply, pending.ruleCount, pending.seen);
+  } catch (error) {
+    pending.reject(error);
+    return;
+  }
+  pending.resolve(decoded);
 }
 
 /**
@@ -92,7 +118,7 @@ function split(batch: readonly Pending[], reply: unknown): unknown[] | Error {
 function deliver(batch: readonly Pending[], reply: unknown): void {
   const replies = split(batch, reply);
   if (replies instanceof Error) for (const pending of batch) pending.reject(replies);
-  else for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(replies[i]);
+  else for (let i = 0; i < batch.length; i++) answer(batch[i] as Pending, replies[i]);
 }
 
 /**
@@ -101,29 +127,29 @@ function deliver(batch: readonly Pending[], reply: unknown): void {
  * the peek's answer; a check that would be allowed cannot be counted, and fails with `error`
  * (so `onStoreError` decides it). A key over its limit thus stays denied while Redis is full.
  */
-function answerFromPeeks(batch: readonly Pending[], reply: unknown, error: unknown): void {
-  const replies = split(batch, reply);
+function answerFromPeeks(batch: readonly Pending[], peeked: unknown, error: unknown): void {
+  const replies = split(batch, peeked);
   for (let i = 0; i < batch.length; i++) {
     const pending = batch[i] as Pending;
-    const answer = replies instanceof Error ? undefined : replies[i];
-    if (answer !== undefined && (pending.mode === 'p' || deniedOrOverride(answer))) pending.resolve(answer);
+    const reply = replies instanceof Error ? undefined : replies[i];
+    if (reply !== undefined && (pending.mode === 'p' || deniedOrOverride(reply))) answer(pending, reply);
     else pending.reject(error);
   }
 }
 
 export interface Batcher {
-  /** Queues one check (see the 'b' mode in script.ts); resolves with its reply. */
-  enqueue(check: Omit<Pending, 'resolve' | 'reject'> & { readonly head: string }): Promise<unknown>;
+  /** Queues one check (see the 'b' mode in script.ts); resolves with its decoded reply. */
+  enqueue(check: QueuedCheck): Promise<EvaluateReply>;
 }
 
 /**
- * @param run sends one call of a script (KEYS, ARGV) and resolves with its reply.
+ * @param sendCall sends one call of a script (KEYS, ARGV) and hands over its reply or failure.
  * @param shardOf the cluster slot of a key head, when the store is partitioned.
  * @param runReadOnly sends one call that Redis runs even when it refuses writes (out of memory);
  *   without it, a refused batch fails every check in it.
  */
 export function createBatcher(
-  run: Run,
+  sendCall: Send,
   shardOf: ((head: string) => number) | undefined,
   runReadOnly?: Run,
 ): Batcher {
@@ -176,7 +202,10 @@ export function createBatcher(
     inFlight.set(shard, (inFlight.get(shard) ?? 0) + 1);
     const first = batch[0] as Pending;
     const { keys, args } = callOf(batch, false);
-    run(first.script, keys, args).then(
+    sendCall(
+      first.script,
+      keys,
+      args,
       (reply) => {
         landed(shard);
         deliver(batch, reply);
@@ -199,12 +228,30 @@ export function createBatcher(
     );
   }
 
+  /**
+   * The argument of a lone check of cost 1 on a key without override, by rule set: the same
+   * string from check to check, so ioredis writes a flat string instead of joining five parts
+   * each time. Rule sets without an override are the plans', a few; bounded all the same.
+   */
+  const usualSpecs = new Map<string, string>();
+
+  function loneSpec(only: Pending, mode: string, usual: boolean): string {
+    const spec = `${only.ruleSet}|${mode}:${only.cost}:1:${only.seen}`;
+    if (usual) {
+      if (usualSpecs.size >= USUAL_SPECS) usualSpecs.clear();
+      usualSpecs.set(only.ruleSet, spec);
+    }
+    return spec;
+  }
+
   /** A batch's KEYS and ARGV (see the 'b' mode in script.ts); with `peeks`, every check as a peek. */
   function callOf(batch: readonly Pending[], peeks: boolean): { keys: readonly string[]; args: string[] } {
     if (batch.length === 1) {
       // A lone check (one in flight): the script's '1' mode, its own keys, without numbering.
       const only = batch[0] as Pending;
-      const spec = `${only.ruleSet}|${peeks ? 'p' : only.mode}:${only.cost}:1:${only.seen}`;
+      const mode = peeks ? 'p' : only.mode;
+      const usual = mode === 'c' && only.cost === 1 && only.seen === '';
+      const spec = (usual ? usualSpecs.get(only.ruleSet) : undefined) ?? loneSpec(only, mode, usual);
       return { keys: only.keys, args: ['1', spec, only.now] };
     }
     const keys: string[] = [];
@@ -253,19 +300,15 @@ export function createBatcher(
         }
         queue.now = check.now;
         queue.keys += check.keys.length;
-        // Field by field: spreads are slow on this path.
-        queue.checks.push({
-          script: check.script,
-          now: check.now,
-          keys: check.keys,
-          ruleSet: check.ruleSet,
-          mode: check.mode,
-          cost: check.cost,
-          seen: check.seen,
-          resolve,
-          reject,
-        });
-        if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
+        const pending = check as Pending;
+        pending.resolve = resolve;
+        pending.reject = reject;
+        queue.checks.push(pending);
+        if (
+          queue.checks.length >= SEND_EARLY_AT ||
+          queue.keys >= MAX_BATCH_KEYS ||
+          (queue.checks.length === 1 && !((inFlight.get(shard) as number) > 0))
+        ) {
           send(take(queue), shard);
         } else if (!queue.due) {
           queue.due = true;

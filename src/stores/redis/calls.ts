@@ -24,8 +24,21 @@ import type { Script } from './script.js';
 /** Sends one call of a script (KEYS, ARGV) and resolves with its reply. */
 export type Run = (script: Script, keys: readonly string[], args: string[]) => Promise<unknown>;
 
+/**
+ * Sends one call as `run` does, and hands its reply or failure to a callback: the batcher's way,
+ * sparing the promise `run` returns (a call per check when checks go one at a time).
+ */
+export type Send = (
+  script: Script,
+  keys: readonly string[],
+  args: string[],
+  answered: (reply: unknown) => void,
+  failed: (error: unknown) => void,
+) => void;
+
 export interface ScriptCalls {
   run: Run;
+  send: Send;
   /**
    * A call Redis runs even while it refuses writes: by the library's no-writes function (a
    * function that may write is refused before it runs), or by EVALSHA (a script is refused only
@@ -146,16 +159,26 @@ export function createScriptCalls(
    */
   function attempt(script: Script, keys: readonly string[], args: string[], tries: number): Promise<unknown> {
     const byFunction = functions;
-    let call: Promise<unknown>;
+    return callOnce(script, keys, args, byFunction).then(undefined, (error: unknown) =>
+      recover(error, script, keys, args, tries, byFunction),
+    );
+  }
+
+  /** The client's own promise of one FCALL or EVALSHA, a throw included. */
+  function callOnce(
+    script: Script,
+    keys: readonly string[],
+    args: string[],
+    byFunction: boolean,
+  ): Promise<unknown> {
     try {
       const sent = byFunction
         ? (runner.fcall as NonNullable<ScriptRunner['fcall']>)(script.functionName, keys, args)
         : runner.evalSha(script.sha, keys, args);
-      call = sent instanceof Promise ? sent : Promise.resolve(sent);
+      return sent instanceof Promise ? sent : Promise.resolve(sent);
     } catch (error) {
-      call = Promise.reject(error);
+      return Promise.reject(error);
     }
-    return call.then(undefined, (error: unknown) => recover(error, script, keys, args, tries, byFunction));
   }
 
   async function recover(
@@ -184,6 +207,17 @@ export function createScriptCalls(
     return readiness.beforeCall().then(() => attempt(script, keys, args, 0));
   }
 
+  const send: Send = (script, keys, args, answered, failed) => {
+    if (!readiness.ready) {
+      run(script, keys, args).then(answered, failed);
+      return;
+    }
+    const byFunction = functions;
+    callOnce(script, keys, args, byFunction).then(answered, (error: unknown) =>
+      recover(error, script, keys, args, 0, byFunction).then(answered, failed),
+    );
+  };
+
   function runReadOnly(script: Script, keys: readonly string[], args: string[]): Promise<unknown> {
     let view = readOnlyViews.get(script);
     if (view === undefined) {
@@ -193,5 +227,5 @@ export function createScriptCalls(
     return run(view, keys, args);
   }
 
-  return { run, runReadOnly };
+  return { run, send, runReadOnly };
 }

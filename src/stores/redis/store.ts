@@ -14,7 +14,6 @@ import { redisLease } from './lease.js';
 import { memoryPolicyWarnings, readMemoryPolicies } from './memory-policy.js';
 import { redisOverrides } from './overrides.js';
 import { readinessOf } from './ready.js';
-import { decodeCheckReply } from './reply.js';
 import { describeRules, ruleKeys, settleArgs } from './rule-layout.js';
 import { BASE_SCRIPT } from './script.js';
 import { hashSlot } from './slot.js';
@@ -82,7 +81,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   // Until the client first connects, calls wait for it rather than fail (a client without an
   // offline queue would refuse them at once); from then on a disconnection fails them at once.
   const readiness = readinessOf(options.client);
-  const { run, runReadOnly } = createScriptCalls(runner, readiness, functions);
+  const { run, send, runReadOnly } = createScriptCalls(runner, readiness, functions);
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
 
   /** A call about an admitted request ('s' settle, 'f' release, 'n' renew), given its rules' tokens. */
@@ -101,7 +100,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     return run(described.script, ruleKeys(head, described), args);
   }
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
-  const batcher = createBatcher(run, shardOf, runReadOnly);
+  const batcher = createBatcher(send, shardOf, runReadOnly);
   // Read once, when first asked (a limiter asks as it is created): see memory-policy.ts.
   let inspected: Promise<readonly StoreWarning[]> | undefined;
 
@@ -114,19 +113,17 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     evaluate(head, rules, cost, consume, overrideSeen) {
       try {
         const described = describeRules(rules);
-        const seen = overrideSeen ?? '*';
-        return batcher
-          .enqueue({
-            head,
-            script: described.script,
-            now: now(),
-            keys: ruleKeys(head, described),
-            ruleSet: described.ruleSet,
-            mode: consume ? 'c' : 'p',
-            cost,
-            seen,
-          })
-          .then((reply) => decodeCheckReply(reply, rules.length, seen));
+        return batcher.enqueue({
+          head,
+          script: described.script,
+          now: now(),
+          keys: ruleKeys(head, described),
+          ruleSet: described.ruleSet,
+          mode: consume ? 'c' : 'p',
+          cost,
+          seen: overrideSeen ?? '*',
+          ruleCount: rules.length,
+        });
       } catch (error) {
         return Promise.reject(error);
       }
