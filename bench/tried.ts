@@ -121,6 +121,8 @@ export const ATTEMPTS: readonly Attempt[] = [
     kept: false,
     gain: 'none (×0.77–0.81 against ×0.79–0.80)',
     logEntry: EXPRESS_PATH,
+  },
+  {
     change: 'A direct path for a lone check of one single-key rule (no block, no override named)',
     kept: true,
     gain: 'Redis instructions per lone fixed-window check 83.7 k → 75.1 k (−10%); batches unchanged',
