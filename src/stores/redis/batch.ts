@@ -35,6 +35,8 @@ const SEND_EARLY_AT = 32;
  * shares its call. One check of the most rules a limiter accepts (rules.ts, MAX_RULES) fits.
  */
 export const MAX_BATCH_KEYS = 4096;
+/** The clock argument that has the script read the server's TIME. */
+const SERVER_TIME = '-1';
 /** Lone-check arguments remembered (see usualSpecs). */
 const USUAL_SPECS = 256;
 
@@ -247,12 +249,12 @@ export function createBatcher(
   /** A batch's KEYS and ARGV (see the 'b' mode in script.ts); with `peeks`, every check as a peek. */
   function callOf(batch: readonly Pending[], peeks: boolean): { keys: readonly string[]; args: string[] } {
     if (batch.length === 1) {
-      // A lone check (one in flight): the script's '1' mode, its own keys, without numbering.
+      // A lone check: its own keys, its one argument, and the clock only when it is not the server's.
       const only = batch[0] as Pending;
       const mode = peeks ? 'p' : only.mode;
       const usual = mode === 'c' && only.cost === 1 && only.seen === '';
       const spec = (usual ? usualSpecs.get(only.ruleSet) : undefined) ?? loneSpec(only, mode, usual);
-      return { keys: only.keys, args: ['1', spec, only.now] };
+      return { keys: only.keys, args: only.now === SERVER_TIME ? [spec] : [spec, only.now] };
     }
     const keys: string[] = [];
     // Each distinct rule set once, then one argument per check.

@@ -21,10 +21,10 @@
  *       evaluated); otherwise a count, then that many integers: per rule allowed (0/1),
  *       remaining, resetMs, retryAfterMs (-1: never), resetAfterMs, token; then, when `seen`
  *       is an override, its remaining ms (-1: no expiry).
- *   '1' a lone check or peek: as a batch of one, in three arguments instead of six (each argument
- *       costs Redis and the client work per call). ARGV: '1', "ruleSet|mode:cost:1:seen" (its
- *       rule set and check as in 'b', joined by '|', which a rule set never holds), now. Reply
- *       as for 'b'.
+ *   A lone check or peek: as a batch of one, in one argument instead of six (each argument costs
+ *       Redis and the client work per call). ARGV: "ruleSet|mode:cost:1:seen" (its rule set and
+ *       check as in 'b', joined by '|', which a rule set never holds; never one letter, so never
+ *       a mode), then now only when it is not the server's TIME. Reply as for 'b'.
  * Modes on one user key (every key shares its hash tag, so one slot):
  *   's' settle: KEYS as for a check. ARGV: mode, reserved cost, now, actual cost, rule count,
  *       then per rule: code, limit, windowMs, capacity, the token its check returned, requests (1: the
@@ -423,8 +423,9 @@ end
 -- The call's clock from ARGV[3]: the server's when it is -1, so gateway pods whose own clocks
 -- disagree still decide identically. '-1' compared as a string first: it is the usual value,
 -- and tonumber costs a strtod.
-local function setClock()
-  now = ARGV[3] ~= '-1' and tonumber(ARGV[3]) or -1
+-- given: the caller's clock, or nil or '-1' for the server's.
+local function setClock(given)
+  now = given and given ~= '-1' and tonumber(given) or -1
   if now < 0 then
     local t = call('TIME')
     now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
@@ -438,24 +439,23 @@ local function run(keys, args)
   end
   call, KEYS, ARGV = redis.call, keys, args
   local mode = ARGV[1]
-  -- A lone check first: the most frequent call. "ruleSet|check" in one argument, parsed once
-  -- (see PARSED).
+  -- A lone check first: the most frequent call. Its "ruleSet|check" (longer than any mode's one
+  -- letter) is parsed once (see PARSED).
   local lone
-  if mode == '1' then
-    local text = ARGV[2]
-    lone = PARSED[text] or loneOf(text)
+  if #mode > 1 then
+    lone = PARSED[mode] or loneOf(mode)
+    setClock(ARGV[2])
     if lone[3] then
-      setClock()
       local check = lone[2]
       return checkDirect(lone[1][1], check[1], check[2], check[4])
     end
+  else
+    if mode == 'r' then return deleteFrom(2) end
+    if mode == 'x' then return call('DEL', KEYS[1]) end
+    if mode == 'g' then return call('HSET', KEYS[1], ARGV[2], ARGV[4]) end
+    if mode == 'd' then return call('HDEL', KEYS[1], ARGV[2]) end
+    setClock(ARGV[3])
   end
-  if mode == 'r' then return deleteFrom(2) end
-  if mode == 'x' then return call('DEL', KEYS[1]) end
-  if mode == 'g' then return call('HSET', KEYS[1], ARGV[2], ARGV[4]) end
-  if mode == 'd' then return call('HDEL', KEYS[1], ARGV[2]) end
-
-  setClock()
 
   if mode == 'o' then
     local ttl = tonumber(ARGV[2])
@@ -515,7 +515,7 @@ local function run(keys, args)
   local out, last, n = OUT, OUT_COUNT, 0
   if not OUT_CLEAN then out, last = {}, 0 end
   OUT_CLEAN = false
-  if mode == '1' then
+  if lone then
     local check = lone[2]
     n = checkOne(out, 0, 1, lone[1], check[1], check[2], check[4])
   else

@@ -189,7 +189,7 @@ describe('when checks are sent', () => {
   /** A run answering every call with one allowed outcome per check; `sent` lists each call's count. */
   function answering(sent: number[]) {
     return async (_script: unknown, _keys: readonly string[], args: string[]) => {
-      const count = args[0] === '1' ? 1 : Number(args[1]);
+      const count = args[0] !== 'b' ? 1 : Number(args[1]);
       sent.push(count);
       return Array.from({ length: count }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
     };
@@ -220,7 +220,7 @@ describe('when checks are sent', () => {
     const batcher = createBatcher(
       sending(async (_script, keys, args) => {
         sent.push({ keys, args });
-        const checks = args[0] === '1' ? 1 : Number(args[1]);
+        const checks = args[0] !== 'b' ? 1 : Number(args[1]);
         return Array.from({ length: checks }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
       }),
       undefined,
@@ -234,12 +234,26 @@ describe('when checks are sent', () => {
     ]);
     expect(replies).toHaveLength(4);
     expect(sent.map((call) => call.args)).toEqual([
-      ['1', '1,10,1000,10|c:1:1:', '1000'],
+      ['1,10,1000,10|c:1:1:', '1000'],
       ['b', '2', '1000', '1', '1,10,1000,10', 'c:1:1:', 'c:1:1:'],
-      ['1', '1,10,1000,10|c:1:1:', '1001'],
+      ['1,10,1000,10|c:1:1:', '1001'],
     ]);
     expect(sent[0]?.keys).toEqual(['fg:{k0}:override', 'fg:{k0}:r:fw']);
     expect(sent[2]?.keys).toEqual(['fg:{k3}:override', 'fg:{k3}:r:fw']);
+  });
+
+  it('a lone check on the server clock sends one argument: its rule set and check', async () => {
+    const sent: string[][] = [];
+    const batcher = createBatcher(
+      sending(async (_script, _keys, args) => {
+        sent.push(args);
+        return [6, 1, 9, 0, 0, 1000, 0];
+      }),
+      undefined,
+    );
+    await batcher.enqueue(check(0));
+    await batcher.enqueue({ ...check(1), mode: 'p', cost: 2, seen: '*' });
+    expect(sent).toEqual([['1,10,1000,10|c:1:1:'], ['1,10,1000,10|p:2:1:*']]);
   });
 
   it('from 8 on, a queue left at the end of a turn goes in two calls only while no call of its slot is in flight', async () => {
@@ -249,7 +263,7 @@ describe('when checks are sent', () => {
     const slotOf = (head: string) => (Number(/k(\d+)/.exec(head)?.[1]) >= 100 ? 1 : 0);
     const batcher = createBatcher(
       sending((_script, keys, args) => {
-        const count = args[0] === '1' ? 1 : Number(args[1]);
+        const count = args[0] !== 'b' ? 1 : Number(args[1]);
         sent.push(`${slotOf(keys[0] as string)}:${count}`);
         const reply = Array.from({ length: count }, () => [6, 1, 9, 0, 0, 1000, 0]).flat();
         return new Promise((resolve) => answers.push(() => resolve(reply)));
