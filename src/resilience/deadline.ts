@@ -6,10 +6,11 @@
  * A deadline measures the store, not this process's event loop. Its clock starts at the turn's
  * check phase (where the Redis store sends the turn's batch), not when the check was issued, so
  * time the loop spent before sending is not counted; but a call made while no other call awaits
- * its answer starts its clock at once, as the Redis store sends such a check at once (and a
- * deadline saves the turn it would wait for). And an expired deadline is judged only after
- * the loop has polled for I/O once more (setImmediate): a reply that arrived in time but sat in the
- * socket while the loop was busy (a long synchronous handler, a GC pause) wins over the timer.
+ * its answer starts its clock once the code that made it yields (a microtask), where the Redis
+ * store sends such a check, sparing the turn it would wait for. And an expired deadline is judged
+ * only after the loop has polled for I/O once more (setImmediate): a reply that arrived in time
+ * but sat in the socket while the loop was busy (a long synchronous handler, a GC pause) wins
+ * over the timer.
  */
 import { nextTurn, unref } from '../turns.js';
 
@@ -104,14 +105,13 @@ export function createDeadlines(ms: number): Deadlines {
       return new Promise((resolve, reject) => {
         const waiting: Waiting = { expiresAt: Number.POSITIVE_INFINITY, resolve };
         queue.push(waiting);
-        if (++unanswered === 1) {
-          // The only call awaiting an answer: sent at once (see above), so timed from now.
-          waiting.expiresAt = performance.now() + ms;
-          started = queue.length;
-          arm();
-        } else if (!starting) {
+        if (!starting) {
           starting = true;
-          nextTurn(start);
+          // The only call awaiting an answer is sent once the code that made it yields (see above).
+          if (++unanswered === 1) queueMicrotask(start);
+          else nextTurn(start);
+        } else {
+          unanswered++;
         }
         work.then(
           (value) => {

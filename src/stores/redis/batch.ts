@@ -2,10 +2,11 @@
  * Batching for the Redis store: checks issued in the same turn of the event loop travel in one
  * script call (one command to write, parse and run, one TIME on the server), whatever the
  * client's own pipelining settings; 32 queued checks go at once, without waiting for the turn
- * to end, and so does a queue of MAX_BATCH_KEYS keys. A check issued while no call of its slot
- * is in flight goes at once, alone: with nothing to wait for, Redis starts on it at once, and
- * the checks issued after it in the turn share the next call. On a cluster a batch only holds
- * keys of one hash slot, so it still runs on one node.
+ * to end, and so does a queue of MAX_BATCH_KEYS keys. Checks issued while no call of their slot
+ * is in flight go as soon as the code that issued them yields (a microtask), together: with
+ * nothing to wait for, Redis starts on them at once, and the checks issued later in the turn
+ * share the next call. On a cluster a batch only holds keys of one hash slot, so it still runs
+ * on one node.
  * A failed call fails every check in it; none is ever re-sent.
  */
 
@@ -50,7 +51,7 @@ interface Queue {
   now: string;
   checks: Pending[];
   keys: number;
-  /** Listed for the end of this turn. */
+  /** Listed to be sent (at the end of this turn, or once the issuing code yields). */
   due: boolean;
 }
 
@@ -161,17 +162,30 @@ export function createBatcher(
   /** Queues with checks left for the end of this turn. */
   const due: Queue[] = [];
   let scheduled = false;
+  /** Queues of slots with no call in flight, sent once the code that issued their checks yields. */
+  const soon: Queue[] = [];
+  let soonScheduled = false;
   // Calls sent and not yet answered, by shard. A count of 0 stays: a deleted entry would be
   // allocated again by the next call (shards are at most 16,384).
   const inFlight = new Map<number, number>();
 
   function flush(): void {
     scheduled = false;
-    for (const queue of due) {
+    sendListed(due);
+  }
+
+  function flushSoon(): void {
+    soonScheduled = false;
+    sendListed(soon);
+  }
+
+  /** Sends the queues listed for the end of a turn, or of the code that issued their checks. */
+  function sendListed(listed: Queue[]): void {
+    for (const queue of listed) {
       queue.due = false;
       if (queue.checks.length > 0) sendAll(take(queue), queue.shard);
     }
-    due.length = 0;
+    listed.length = 0;
   }
 
   /** Empties a queue, returning the checks it held. */
@@ -306,21 +320,27 @@ export function createBatcher(
         pending.resolve = resolve;
         pending.reject = reject;
         queue.checks.push(pending);
-        if (
-          queue.checks.length >= SEND_EARLY_AT ||
-          queue.keys >= MAX_BATCH_KEYS ||
-          (queue.checks.length === 1 && !((inFlight.get(shard) as number) > 0))
-        ) {
+        if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
           send(take(queue), shard);
         } else if (!queue.due) {
           queue.due = true;
-          due.push(queue);
-          if (!scheduled) {
-            scheduled = true;
-            // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests
-            // from many connections arrive in separate callbacks of one turn, and all join this
-            // batch (nextTick would batch only the checks of one callback).
-            setImmediate(flush);
+          if (!((inFlight.get(shard) as number) > 0)) {
+            // Nothing in flight to wait for: sent as soon as the code that issued it yields (a
+            // microtask), with the checks it issued along, not at the end of the turn.
+            soon.push(queue);
+            if (!soonScheduled) {
+              soonScheduled = true;
+              queueMicrotask(flushSoon);
+            }
+          } else {
+            due.push(queue);
+            if (!scheduled) {
+              scheduled = true;
+              // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests
+              // from many connections arrive in separate callbacks of one turn, and all join this
+              // batch (nextTick would batch only the checks of one callback).
+              setImmediate(flush);
+            }
           }
         }
       });
