@@ -17,10 +17,14 @@ import { nextTurn, unref } from '../turns.js';
 /** Returned instead of a value when the deadline passed first. */
 export const TIMED_OUT: unique symbol = Symbol('floodgate.timedOut');
 
-interface Waiting {
-  /** Infinity until the check phase that starts its clock. */
+/** A call under a deadline, as the deadlines see it: the caller's own object, so tracking allocates nothing. */
+export interface Tracked {
+  /** Set by the deadlines: Infinity until the check phase that starts its clock. */
   expiresAt: number;
-  resolve: ((value: typeof TIMED_OUT) => void) | undefined;
+  /** Set by the deadlines: true while the call is neither answered nor expired. */
+  pending: boolean;
+  /** Called once, when the deadline passes before the call is answered. */
+  expire(): void;
 }
 
 export interface Deadlines {
@@ -30,6 +34,23 @@ export interface Deadlines {
    * so it never becomes an unhandled rejection.
    */
   within<T>(work: Promise<T>): Promise<T | typeof TIMED_OUT>;
+  /** Starts a deadline for `call`, as within does: `call.expire()` runs if it passes first. */
+  track(call: Tracked): void;
+  /**
+   * Marks `call` answered; false when its deadline passed first (its answer is then dropped).
+   * The callback form of within, for the hot path: no promise of its own.
+   */
+  answer(call: Tracked): boolean;
+}
+
+/** within's entry: its promise resolves with TIMED_OUT on expiry. */
+class PromiseCall<T> implements Tracked {
+  expiresAt = Number.POSITIVE_INFINITY;
+  pending = true;
+  constructor(readonly resolve: (value: T | typeof TIMED_OUT) => void) {}
+  expire(): void {
+    this.resolve(TIMED_OUT);
+  }
 }
 
 /**
@@ -38,7 +59,7 @@ export interface Deadlines {
  * oldest entry suffice. On the hot path this spares a setTimeout/clearTimeout pair per check.
  */
 export function createDeadlines(ms: number): Deadlines {
-  let queue: Waiting[] = [];
+  let queue: Tracked[] = [];
   /** Calls neither answered nor timed out. */
   let unanswered = 0;
   let first = 0;
@@ -52,7 +73,7 @@ export function createDeadlines(ms: number): Deadlines {
   function start(): void {
     starting = false;
     const expiresAt = performance.now() + ms;
-    for (let i = Math.max(first, started); i < queue.length; i++) (queue[i] as Waiting).expiresAt = expiresAt;
+    for (let i = Math.max(first, started); i < queue.length; i++) (queue[i] as Tracked).expiresAt = expiresAt;
     started = queue.length;
     arm();
   }
@@ -68,9 +89,9 @@ export function createDeadlines(ms: number): Deadlines {
   function judge(cutoff: number): void {
     judging = false;
     while (first < started) {
-      const waiting = queue[first] as Waiting;
-      if (waiting.resolve !== undefined && waiting.expiresAt > cutoff) break;
-      if (waiting.resolve !== undefined) settle(waiting)(TIMED_OUT);
+      const call = queue[first] as Tracked;
+      if (call.pending && call.expiresAt > cutoff) break;
+      if (answer(call)) call.expire();
       first++;
     }
     // Drop the expired and answered entries at the front now and then, not on every call.
@@ -82,47 +103,50 @@ export function createDeadlines(ms: number): Deadlines {
     arm();
   }
 
-  /** Marks an entry answered or timed out; returns how to resolve its promise. */
-  function settle(waiting: Waiting): (value: typeof TIMED_OUT) => void {
-    const resolve = waiting.resolve as (value: typeof TIMED_OUT) => void;
-    waiting.resolve = undefined;
+  function answer(call: Tracked): boolean {
+    if (!call.pending) return false;
+    call.pending = false;
     unanswered--;
-    return resolve;
+    return true;
   }
 
   function arm(): void {
     // Skip entries already answered, so the timer waits for a call that is still pending.
-    while (first < started && (queue[first] as Waiting).resolve === undefined) first++;
+    while (first < started && !(queue[first] as Tracked).pending) first++;
     if (timer !== undefined || judging || first >= started) return;
-    const delay = Math.max(0, (queue[first] as Waiting).expiresAt - performance.now());
+    const delay = Math.max(0, (queue[first] as Tracked).expiresAt - performance.now());
     timer = setTimeout(expire, delay);
     // A pending deadline must not keep the process alive on its own.
     unref(timer);
   }
 
+  function track(call: Tracked): void {
+    call.expiresAt = Number.POSITIVE_INFINITY;
+    call.pending = true;
+    queue.push(call);
+    if (!starting) {
+      starting = true;
+      // The only call awaiting an answer is sent once the code that made it yields (see above).
+      if (++unanswered === 1) queueMicrotask(start);
+      else nextTurn(start);
+    } else {
+      unanswered++;
+    }
+  }
+
   return {
+    track,
+    answer,
     within<T>(work: Promise<T>): Promise<T | typeof TIMED_OUT> {
       return new Promise((resolve, reject) => {
-        const waiting: Waiting = { expiresAt: Number.POSITIVE_INFINITY, resolve };
-        queue.push(waiting);
-        if (!starting) {
-          starting = true;
-          // The only call awaiting an answer is sent once the code that made it yields (see above).
-          if (++unanswered === 1) queueMicrotask(start);
-          else nextTurn(start);
-        } else {
-          unanswered++;
-        }
+        const call = new PromiseCall<T>(resolve);
+        track(call);
         work.then(
           (value) => {
-            if (waiting.resolve === undefined) return;
-            settle(waiting);
-            resolve(value);
+            if (answer(call)) resolve(value);
           },
           (error: unknown) => {
-            if (waiting.resolve === undefined) return;
-            settle(waiting);
-            reject(error);
+            if (answer(call)) reject(error);
           },
         );
       });

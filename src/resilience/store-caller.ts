@@ -7,9 +7,9 @@
 import { answerLocally } from '../core/local-answers.js';
 import type { Degraded, ResolvedRule } from '../core/types.js';
 import { StoreClosedError, StoreTimeoutError } from '../errors.js';
-import type { EvaluateReply, RuleOutcome, SlotAction, Store } from '../stores/types.js';
+import type { EvaluateReceiver, EvaluateReply, RuleOutcome, SlotAction, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';
-import { createDeadlines, TIMED_OUT } from './deadline.js';
+import { createDeadlines, TIMED_OUT, type Tracked } from './deadline.js';
 
 /** `'open'`: allow and flag; `'closed'`: deny and flag; a Store: enforce the rules there instead. */
 export type StoreErrorPolicy = 'open' | 'closed' | Store;
@@ -199,6 +199,50 @@ export function createStoreCaller(
     );
   }
 
+  /**
+   * One check's store call on a store with a callback path (Store.evaluateWith): the call is its
+   * own deadline entry and its own receiver, so a check allocates one object and one promise here
+   * instead of a promise and two callbacks per layer.
+   */
+  class StoreCall implements Tracked, EvaluateReceiver {
+    expiresAt = Number.POSITIVE_INFINITY;
+    pending = true;
+    constructor(
+      readonly head: string,
+      readonly rules: readonly ResolvedRule[],
+      readonly cost: number,
+      readonly consume: boolean,
+      readonly breaker: CircuitBreaker | undefined,
+      readonly resolve: (result: StoreCallResult | Promise<StoreCallResult>) => void,
+      readonly reject: (error: unknown) => void,
+    ) {}
+
+    answered(reply: EvaluateReply): void {
+      if (!deadlines.answer(this)) return;
+      answered(this.breaker);
+      this.resolve({ reply, degraded: false });
+    }
+
+    failed(error: unknown): void {
+      if (!deadlines.answer(this)) return;
+      try {
+        this.resolve(this.fallback(rejected(this.breaker, error).reason));
+      } catch (closed) {
+        this.reject(closed);
+      }
+    }
+
+    expire(): void {
+      this.resolve(this.fallback(timedOut(this.breaker).reason));
+    }
+
+    fallback(reason: Exclude<Degraded, false>): Promise<StoreCallResult> {
+      return fallback(reason, this.head, this.rules, this.cost, this.consume);
+    }
+  }
+
+  const evaluateWith = store.evaluateWith?.bind(store);
+
   return {
     // The same steps as attempt, in one callback: this runs once per check, and each layer costs a promise.
     call(head, rules, cost, consume, overrideSeen) {
@@ -207,6 +251,17 @@ export function createStoreCaller(
         return Promise.resolve(answerLocally(UNAVAILABLE)).then((failure) =>
           fallback(failure.reason, head, rules, cost, consume),
         );
+      }
+      if (evaluateWith !== undefined) {
+        return new Promise((resolve, reject) => {
+          const call = new StoreCall(head, rules, cost, consume, breaker, resolve, reject);
+          deadlines.track(call);
+          try {
+            evaluateWith(head, rules, cost, consume, overrideSeen, call);
+          } catch (error) {
+            call.failed(error);
+          }
+        });
       }
       let answer: EvaluateReply | Promise<EvaluateReply>;
       try {

@@ -82,6 +82,12 @@ export interface InProcessPath {
   readonly maxKeys: number;
 }
 
+/** Where a store's callback path (`Store.evaluateWith`) delivers its answer: exactly one call, once. */
+export interface EvaluateReceiver {
+  answered(reply: EvaluateReply): void;
+  failed(error: unknown): void;
+}
+
 /** What `Store.slots` does with a request's concurrency slots. */
 export type SlotAction = 'release' | 'renew';
 
@@ -145,6 +151,18 @@ export interface Store {
     consume: boolean,
     overrideSeen?: string,
   ): EvaluateReply | Promise<EvaluateReply>;
+  /**
+   * `evaluate`, answered through `receiver` instead of a promise. Optional: a remote store's path
+   * for the limiter, sparing a promise and a turn of the microtask queue per check.
+   */
+  evaluateWith?(
+    head: string,
+    rules: readonly ResolvedRule[],
+    cost: number,
+    consume: boolean,
+    overrideSeen: string | undefined,
+    receiver: EvaluateReceiver,
+  ): void;
   /**
    * Settles an admitted request that reserved `reserved` units and really used `actual`, given
    * the token each rule's outcome carried for it, on every rule atomically; a rule that counts

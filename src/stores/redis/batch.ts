@@ -10,7 +10,7 @@
  * A failed call fails every check in it; none is ever re-sent.
  */
 
-import type { EvaluateReply } from '../types.js';
+import type { EvaluateReceiver, EvaluateReply } from '../types.js';
 import type { Run, Send } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
 import { decodeCheckReply, deniedOrOverride } from './reply.js';
@@ -49,7 +49,7 @@ interface Queue {
   readonly shard: number;
   /** The clock the queued checks read (one batch runs at one time). */
   now: string;
-  checks: Pending[];
+  checks: QueuedCheck[];
   keys: number;
   /** Listed to be sent (at the end of this turn, or once the issuing code yields). */
   due: boolean;
@@ -69,24 +69,20 @@ export interface QueuedCheck {
   readonly seen: string;
   /** How many rules the check has (its reply is decoded here, sparing a promise per check). */
   readonly ruleCount: number;
+  /** Where its decoded reply or failure goes. */
+  readonly receiver: EvaluateReceiver;
 }
 
-/** A queued check with its promise's settlers, added to the store's object itself (no copy per check). */
-interface Pending extends QueuedCheck {
-  resolve(reply: EvaluateReply): void;
-  reject(error: unknown): void;
-}
-
-/** Settles a check with its decoded reply, or rejects it when its part of the reply is malformed. */
-function answer(pending: Pending, reply: unknown): void {
+/** Answers a check with its decoded reply, or fails it when its part of the reply is malformed. */
+function answer(pending: QueuedCheck, reply: unknown): void {
   let decoded: EvaluateReply;
   try {
     decoded = decodeCheckReply(reply, pending.ruleCount, pending.seen);
   } catch (error) {
-    pending.reject(error);
+    pending.receiver.failed(error);
     return;
   }
-  pending.resolve(decoded);
+  pending.receiver.answered(decoded);
 }
 
 /**
@@ -94,7 +90,7 @@ function answer(pending: Pending, reply: unknown): void {
  * numbers, or `['override', current]`. Returns an error when the reply does not have exactly the
  * batch's shape.
  */
-function split(batch: readonly Pending[], reply: unknown): unknown[] | Error {
+function split(batch: readonly QueuedCheck[], reply: unknown): unknown[] | Error {
   const replies: unknown[] = new Array(batch.length);
   let at = 0;
   if (Array.isArray(reply)) {
@@ -117,11 +113,11 @@ function split(batch: readonly Pending[], reply: unknown): unknown[] | Error {
   return replies;
 }
 
-/** Resolves every check of a batch with its part of the reply, or rejects them all. */
-function deliver(batch: readonly Pending[], reply: unknown): void {
+/** Answers every check of a batch with its part of the reply, or fails them all. */
+function deliver(batch: readonly QueuedCheck[], reply: unknown): void {
   const replies = split(batch, reply);
-  if (replies instanceof Error) for (const pending of batch) pending.reject(replies);
-  else for (let i = 0; i < batch.length; i++) answer(batch[i] as Pending, replies[i]);
+  if (replies instanceof Error) for (const pending of batch) pending.receiver.failed(replies);
+  else for (let i = 0; i < batch.length; i++) answer(batch[i] as QueuedCheck, replies[i]);
 }
 
 /**
@@ -130,19 +126,19 @@ function deliver(batch: readonly Pending[], reply: unknown): void {
  * the peek's answer; a check that would be allowed cannot be counted, and fails with `error`
  * (so `onStoreError` decides it). A key over its limit thus stays denied while Redis is full.
  */
-function answerFromPeeks(batch: readonly Pending[], peeked: unknown, error: unknown): void {
+function answerFromPeeks(batch: readonly QueuedCheck[], peeked: unknown, error: unknown): void {
   const replies = split(batch, peeked);
   for (let i = 0; i < batch.length; i++) {
-    const pending = batch[i] as Pending;
+    const pending = batch[i] as QueuedCheck;
     const reply = replies instanceof Error ? undefined : replies[i];
     if (reply !== undefined && (pending.mode === 'p' || deniedOrOverride(reply))) answer(pending, reply);
-    else pending.reject(error);
+    else pending.receiver.failed(error);
   }
 }
 
 export interface Batcher {
-  /** Queues one check (see the 'b' mode in script.ts); resolves with its decoded reply. */
-  enqueue(check: QueuedCheck): Promise<EvaluateReply>;
+  /** Queues one check (see the 'b' mode in script.ts); its receiver gets the decoded reply. */
+  enqueue(check: QueuedCheck): void;
 }
 
 /**
@@ -189,7 +185,7 @@ export function createBatcher(
   }
 
   /** Empties a queue, returning the checks it held. */
-  function take(queue: Queue): Pending[] {
+  function take(queue: Queue): QueuedCheck[] {
     const checks = queue.checks;
     queue.checks = [];
     queue.keys = 0;
@@ -200,7 +196,7 @@ export function createBatcher(
    * Sends a queue left at the end of the turn (fewer than SEND_EARLY_AT): two calls from
    * SPLIT_FROM on, unless a call of its shard is still in flight.
    */
-  function sendAll(queue: Pending[], shard: number): void {
+  function sendAll(queue: QueuedCheck[], shard: number): void {
     if (queue.length < SPLIT_FROM || (inFlight.get(shard) as number) > 0) {
       send(queue, shard);
       return;
@@ -214,9 +210,9 @@ export function createBatcher(
     inFlight.set(shard, (inFlight.get(shard) as number) - 1);
   }
 
-  function send(batch: Pending[], shard: number): void {
+  function send(batch: QueuedCheck[], shard: number): void {
     inFlight.set(shard, (inFlight.get(shard) ?? 0) + 1);
-    const first = batch[0] as Pending;
+    const first = batch[0] as QueuedCheck;
     const { keys, args } = callOf(batch, false);
     sendCall(
       first.script,
@@ -229,7 +225,7 @@ export function createBatcher(
       (error: unknown) => {
         landed(shard);
         if (runReadOnly === undefined || !isOutOfMemoryError(error)) {
-          for (const pending of batch) pending.reject(error);
+          for (const pending of batch) pending.receiver.failed(error);
           return;
         }
         // Refused before it ran (a function) or at its first write (a script): nothing was written.
@@ -237,7 +233,7 @@ export function createBatcher(
         runReadOnly(first.script, peeks.keys, peeks.args).then(
           (reply) => answerFromPeeks(batch, reply, error),
           () => {
-            for (const pending of batch) pending.reject(error);
+            for (const pending of batch) pending.receiver.failed(error);
           },
         );
       },
@@ -251,7 +247,7 @@ export function createBatcher(
    */
   const usualSpecs = new Map<string, string>();
 
-  function loneSpec(only: Pending, mode: string, usual: boolean): string {
+  function loneSpec(only: QueuedCheck, mode: string, usual: boolean): string {
     const spec = `${only.ruleSet}|${mode}:${only.cost}:1:${only.seen}`;
     if (usual) {
       if (usualSpecs.size >= USUAL_SPECS) usualSpecs.clear();
@@ -261,10 +257,13 @@ export function createBatcher(
   }
 
   /** A batch's KEYS and ARGV (see the 'b' mode in script.ts); with `peeks`, every check as a peek. */
-  function callOf(batch: readonly Pending[], peeks: boolean): { keys: readonly string[]; args: string[] } {
+  function callOf(
+    batch: readonly QueuedCheck[],
+    peeks: boolean,
+  ): { keys: readonly string[]; args: string[] } {
     if (batch.length === 1) {
       // A lone check: its own keys, its one argument, and the clock only when it is not the server's.
-      const only = batch[0] as Pending;
+      const only = batch[0] as QueuedCheck;
       const mode = peeks ? 'p' : only.mode;
       const usual = mode === 'c' && only.cost === 1 && only.seen === '';
       const spec = (usual ? usualSpecs.get(only.ruleSet) : undefined) ?? loneSpec(only, mode, usual);
@@ -285,7 +284,7 @@ export function createBatcher(
       }
       checks.push(`${peeks ? 'p' : pending.mode}:${pending.cost}:${number}:${pending.seen}`);
     }
-    const args = ['b', String(batch.length), (batch[0] as Pending).now, String(sets.length)];
+    const args = ['b', String(batch.length), (batch[0] as QueuedCheck).now, String(sets.length)];
     for (const set of sets) args.push(set);
     for (const check of checks) args.push(check);
     return { keys, args };
@@ -293,57 +292,52 @@ export function createBatcher(
 
   return {
     enqueue(check) {
-      return new Promise((resolve, reject) => {
-        const shard = shardOf === undefined ? 0 : shardOf(check.head);
-        let byShard = queues.get(check.script);
-        if (byShard === undefined) {
-          byShard = new Map();
-          queues.set(check.script, byShard);
-        }
-        let queue = byShard.get(shard);
-        if (queue === undefined) {
-          queue = { shard, now: check.now, checks: [], keys: 0, due: false };
-          byShard.set(shard, queue);
-        }
-        // The clock is '-1' (the server's TIME) but in tests and simulations, where a check that
-        // read another time than the queued ones, or would take the queue past MAX_BATCH_KEYS,
-        // starts the next call.
-        if (
-          queue.checks.length > 0 &&
-          (queue.now !== check.now || queue.keys + check.keys.length > MAX_BATCH_KEYS)
-        ) {
-          send(take(queue), shard);
-        }
-        queue.now = check.now;
-        queue.keys += check.keys.length;
-        const pending = check as Pending;
-        pending.resolve = resolve;
-        pending.reject = reject;
-        queue.checks.push(pending);
-        if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
-          send(take(queue), shard);
-        } else if (!queue.due) {
-          queue.due = true;
-          if (!((inFlight.get(shard) as number) > 0)) {
-            // Nothing in flight to wait for: sent as soon as the code that issued it yields (a
-            // microtask), with the checks it issued along, not at the end of the turn.
-            soon.push(queue);
-            if (!soonScheduled) {
-              soonScheduled = true;
-              queueMicrotask(flushSoon);
-            }
-          } else {
-            due.push(queue);
-            if (!scheduled) {
-              scheduled = true;
-              // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests
-              // from many connections arrive in separate callbacks of one turn, and all join this
-              // batch (nextTick would batch only the checks of one callback).
-              setImmediate(flush);
-            }
+      const shard = shardOf === undefined ? 0 : shardOf(check.head);
+      let byShard = queues.get(check.script);
+      if (byShard === undefined) {
+        byShard = new Map();
+        queues.set(check.script, byShard);
+      }
+      let queue = byShard.get(shard);
+      if (queue === undefined) {
+        queue = { shard, now: check.now, checks: [], keys: 0, due: false };
+        byShard.set(shard, queue);
+      }
+      // The clock is '-1' (the server's TIME) but in tests and simulations, where a check that
+      // read another time than the queued ones, or would take the queue past MAX_BATCH_KEYS,
+      // starts the next call.
+      if (
+        queue.checks.length > 0 &&
+        (queue.now !== check.now || queue.keys + check.keys.length > MAX_BATCH_KEYS)
+      ) {
+        send(take(queue), shard);
+      }
+      queue.now = check.now;
+      queue.keys += check.keys.length;
+      queue.checks.push(check);
+      if (queue.checks.length >= SEND_EARLY_AT || queue.keys >= MAX_BATCH_KEYS) {
+        send(take(queue), shard);
+      } else if (!queue.due) {
+        queue.due = true;
+        if (!((inFlight.get(shard) as number) > 0)) {
+          // Nothing in flight to wait for: sent as soon as the code that issued it yields (a
+          // microtask), with the checks it issued along, not at the end of the turn.
+          soon.push(queue);
+          if (!soonScheduled) {
+            soonScheduled = true;
+            queueMicrotask(flushSoon);
+          }
+        } else {
+          due.push(queue);
+          if (!scheduled) {
+            scheduled = true;
+            // On the next turn of the event loop, after this turn's I/O callbacks: HTTP requests
+            // from many connections arrive in separate callbacks of one turn, and all join this
+            // batch (nextTick would batch only the checks of one callback).
+            setImmediate(flush);
           }
         }
-      });
+      }
     },
   };
 }

@@ -6,7 +6,7 @@
 import type { ResolvedRule } from '../../core/types.js';
 import { describe } from '../../describe.js';
 import { checkOptions } from '../../options.js';
-import type { Store, StoreWarning } from '../types.js';
+import type { EvaluateReceiver, Store, StoreWarning } from '../types.js';
 import { createBatcher, MAX_BATCH_KEYS } from './batch.js';
 import { createScriptCalls } from './calls.js';
 import { type RedisClientLike, type ScriptRunner, toScriptRunner } from './client.js';
@@ -101,6 +101,30 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   }
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
   const batcher = createBatcher(send, shardOf, runReadOnly);
+
+  /** Queues one check for the next call (see batch.ts); its answer goes to `receiver`. */
+  function enqueue(
+    head: string,
+    rules: readonly ResolvedRule[],
+    cost: number,
+    consume: boolean,
+    overrideSeen: string | undefined,
+    receiver: EvaluateReceiver,
+  ): void {
+    const described = describeRules(rules);
+    batcher.enqueue({
+      head,
+      script: described.script,
+      now: now(),
+      keys: ruleKeys(head, described),
+      ruleSet: described.ruleSet,
+      mode: consume ? 'c' : 'p',
+      cost,
+      seen: overrideSeen ?? '*',
+      ruleCount: rules.length,
+      receiver,
+    });
+  }
   // Read once, when first asked (a limiter asks as it is created): see memory-policy.ts.
   let inspected: Promise<readonly StoreWarning[]> | undefined;
 
@@ -109,25 +133,12 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     ready: () => readiness.whenReady(),
     ...(clock === undefined ? {} : { clock }),
     ...(shardOf === undefined ? {} : { shardOf }),
-    // Not async: an async layer would add a promise and a turn of the microtask queue per check.
     evaluate(head, rules, cost, consume, overrideSeen) {
-      try {
-        const described = describeRules(rules);
-        return batcher.enqueue({
-          head,
-          script: described.script,
-          now: now(),
-          keys: ruleKeys(head, described),
-          ruleSet: described.ruleSet,
-          mode: consume ? 'c' : 'p',
-          cost,
-          seen: overrideSeen ?? '*',
-          ruleCount: rules.length,
-        });
-      } catch (error) {
-        return Promise.reject(error);
-      }
+      return new Promise((resolve, reject) => {
+        enqueue(head, rules, cost, consume, overrideSeen, { answered: resolve, failed: reject });
+      });
     },
+    evaluateWith: enqueue,
     lease: redisLease(run, now),
     async settle(head, rules, reserved, actual, tokens, refund) {
       await afterCheck('s', head, rules, reserved, actual, tokens, refund);

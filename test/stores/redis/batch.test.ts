@@ -10,12 +10,18 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Evaluation } from '../../../src/algorithms/types.js';
 import { createLimiter, type Decision, memoryStore, redisStore } from '../../../src/index.js';
-import { createBatcher } from '../../../src/stores/redis/batch.js';
+import { type Batcher, createBatcher, type QueuedCheck } from '../../../src/stores/redis/batch.js';
 import type { Run, Send } from '../../../src/stores/redis/calls.js';
+import type { EvaluateReply } from '../../../src/stores/types.js';
 import { ALGORITHMS, BASE_TIME, ruleArb, ruleSetArb } from '../../algorithms/arbitraries.js';
 import { persistingIoRedisRunner } from '../../support/persisting-runner.js';
 import { commandCalls, useRedisServer } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
+
+/** Queues a check; resolves with what its receiver is given. */
+function enqueued(batcher: Batcher, check: Omit<QueuedCheck, 'receiver'>): Promise<EvaluateReply> {
+  return new Promise((answered, failed) => batcher.enqueue({ ...check, receiver: { answered, failed } }));
+}
 
 let client: Redis;
 useRedisServer((started) => {
@@ -133,7 +139,7 @@ describe('the batch reply', () => {
       sending(async () => reply),
       undefined,
     );
-    return Promise.allSettled([batcher.enqueue(check('fg:{a}')), batcher.enqueue(check('fg:{b}'))]);
+    return Promise.allSettled([enqueued(batcher, check('fg:{a}')), enqueued(batcher, check('fg:{b}'))]);
   }
 
   it('is split into each check’s outcomes, or the override it now has', async () => {
@@ -193,17 +199,17 @@ describe('when checks are sent', () => {
     const sent: number[] = [];
     const batcher = createBatcher(sending(answering(sent)), undefined);
     const pending: Promise<unknown>[] = [];
-    for (let i = 0; i < 31; i++) pending.push(batcher.enqueue(check(i)));
+    for (let i = 0; i < 31; i++) pending.push(enqueued(batcher, check(i)));
     expect(sent).toEqual([]);
-    pending.push(batcher.enqueue(check(31)));
+    pending.push(enqueued(batcher, check(31)));
     // Sent before this code yields: Redis starts on it while the turn's other callbacks run.
     expect(sent).toEqual([32]);
-    for (let i = 32; i < 40; i++) pending.push(batcher.enqueue(check(i)));
+    for (let i = 32; i < 40; i++) pending.push(enqueued(batcher, check(i)));
     await Promise.resolve();
     // Once it yields, the rest in one call (a call is in flight: not split).
     expect(sent).toEqual([32, 8]);
     // Issued while a call is in flight: they wait for the end of the turn.
-    for (let i = 40; i < 50; i++) pending.push(batcher.enqueue(check(i)));
+    for (let i = 40; i < 50; i++) pending.push(enqueued(batcher, check(i)));
     await Promise.resolve();
     expect(sent).toEqual([32, 8]);
     const replies = await Promise.all(pending);
@@ -226,9 +232,9 @@ describe('when checks are sent', () => {
     );
     const at = (i: number, now: string) => ({ ...check(i), now });
     const replies = await Promise.all([
-      batcher.enqueue(at(0, '1000')),
-      batcher.enqueue(at(1, '1000')),
-      batcher.enqueue(at(2, '1001')),
+      enqueued(batcher, at(0, '1000')),
+      enqueued(batcher, at(1, '1000')),
+      enqueued(batcher, at(2, '1001')),
     ]);
     expect(replies).toHaveLength(3);
     expect(sent.map((call) => call.args)).toEqual([
@@ -247,8 +253,8 @@ describe('when checks are sent', () => {
       }),
       undefined,
     );
-    await batcher.enqueue(check(0));
-    await batcher.enqueue({ ...check(1), mode: 'p', cost: 2, seen: '*' });
+    await enqueued(batcher, check(0));
+    await enqueued(batcher, { ...check(1), mode: 'p', cost: 2, seen: '*' });
     expect(sent).toEqual([['1,10,1000,10|c:1:1:'], ['1,10,1000,10|p:2:1:*']]);
   });
 
@@ -266,7 +272,8 @@ describe('when checks are sent', () => {
       }),
       slotOf,
     );
-    const enqueue = (from: number) => Array.from({ length: 10 }, (_, i) => batcher.enqueue(check(from + i)));
+    const enqueue = (from: number) =>
+      Array.from({ length: 10 }, (_, i) => enqueued(batcher, check(from + i)));
     const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
 
     const first = enqueue(0);
