@@ -118,7 +118,7 @@ const DEFAULT_LEASE_MAX = 1000;
 const LEASABLE = new Set<AlgorithmName>(['fixed-window', 'sliding-window', 'token-bucket', 'gcra']);
 const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
 /** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
-const MAX_BLOCK_MS = 366 * 86_400_000;
+export const MAX_BLOCK_MS = 366 * 86_400_000;
 const DAY_MS = 86_400_000;
 
 /**

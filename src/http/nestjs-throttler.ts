@@ -5,14 +5,16 @@
  * `ThrottlerModule.forRoot({ throttlers, storage: new FloodgateThrottlerStorage({ store }) })`.
  *
  * Each throttler (`limit` per `ttl`) is a sliding-log rule: exactly `limit` requests in any
- * `ttl`, on the store's clock. A denied request consumes nothing and is blocked until its
- * oldest counted request leaves the window; the throttler's `blockDuration` is not an extra
- * penalty here.
+ * `ttl`, on the store's clock. A denied request consumes nothing and waits until its oldest
+ * counted request leaves the window. A `blockDuration` becomes the rule's `block`: the request
+ * over the limit blocks the key for that long (or until the window allows, if later). Nest
+ * passes `blockDuration = ttl` for a throttler that sets none, so 0 and `ttl` add no block.
  */
 import { resolvePrefix } from '../core/key-encoding.js';
 import { describe } from '../describe.js';
 import { createLimiter, type Limiter, resolveStore } from '../limiter.js';
 import { checkOptions } from '../options.js';
+import { MAX_BLOCK_MS } from '../rules.js';
 import type { Store } from '../stores/types.js';
 import { scopedPrefix } from './options.js';
 
@@ -41,7 +43,7 @@ const RULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export class FloodgateThrottlerStorage {
   readonly #store: Store | undefined;
   readonly #prefix: string;
-  /** One limiter per throttler name, ttl and limit (a throttler's limit may be resolved per request). */
+  /** One limiter per throttler name, ttl, limit and block (each may be resolved per request). */
   readonly #limiters = new Map<string, Limiter>();
 
   constructor(options: FloodgateThrottlerStorageOptions = {}) {
@@ -59,10 +61,10 @@ export class FloodgateThrottlerStorage {
     key: string,
     ttl: number,
     limit: number,
-    _blockDuration: number,
+    blockDuration: number,
     throttlerName: string,
   ): Promise<ThrottlerRecord> {
-    const decision = await this.#limiter(throttlerName, ttl, limit).check(key);
+    const decision = await this.#limiter(throttlerName, ttl, limit, blockDuration).check(key);
     if (decision.allowed) {
       return {
         totalHits: decision.limit - decision.remaining,
@@ -71,17 +73,25 @@ export class FloodgateThrottlerStorage {
         timeToBlockExpire: 0,
       };
     }
+    // Nest's guard sends timeToBlockExpire as Retry-After: the later of the block's end and the window's.
     const wait = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
     return { totalHits: decision.limit + 1, timeToExpire: wait, isBlocked: true, timeToBlockExpire: wait };
   }
 
-  #limiter(name: string, ttl: number, limit: number): Limiter {
-    const id = `${name}\0${ttl}\0${limit}`;
+  #limiter(name: string, ttl: number, limit: number, blockDuration: number): Limiter {
+    // Nest's default blockDuration (the ttl) keeps the plain sliding log, as 0 does.
+    const block = blockDuration === ttl ? 0 : blockDuration;
+    const id = `${name}\0${ttl}\0${limit}\0${block}`;
     let limiter = this.#limiters.get(id);
     if (limiter === undefined) {
       if (!Number.isSafeInteger(ttl) || ttl < 1 || !Number.isSafeInteger(limit) || limit < 1) {
         throw new RangeError(
           `FloodgateThrottlerStorage: throttler '${name}' has ttl ${describe(ttl)} and limit ${describe(limit)}; both must be positive integers (ttl in milliseconds)`,
+        );
+      }
+      if (!Number.isSafeInteger(block) || block < 0 || block > MAX_BLOCK_MS) {
+        throw new RangeError(
+          `FloodgateThrottlerStorage: throttler '${name}' has blockDuration ${describe(blockDuration)}; it must be an integer from 0 to ${MAX_BLOCK_MS} (366 days, in milliseconds)`,
         );
       }
       limiter = createLimiter({
@@ -90,7 +100,9 @@ export class FloodgateThrottlerStorage {
           algorithm: 'sliding-log',
           limit,
           window: ttl,
+          ...(block > 0 ? { block } : {}),
         },
+        // A block is kept in its own key beside the log, which it leaves as is: the same prefix.
         prefix: scopedPrefix(this.#prefix, `${ttl}:${limit}`),
         ...(this.#store === undefined ? {} : { store: this.#store }),
       });

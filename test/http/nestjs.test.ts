@@ -1,7 +1,8 @@
 import 'reflect-metadata';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Controller, Get, Module, Req, UseGuards } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
+import { ThrottlerGuard, ThrottlerModule, type ThrottlerOptions } from '@nestjs/throttler';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -12,6 +13,7 @@ import {
   SkipRateLimit,
 } from '../../src/http/nestjs.js';
 import { createLimiter, memoryStore, redisStore } from '../../src/index.js';
+import { MAX_BLOCK_MS } from '../../src/rules.js';
 import type { App } from './support/apps.js';
 import { header, listField, rateLimitHeaderNames } from './support/client.js';
 import { startNestApp } from './support/nest.js';
@@ -165,6 +167,96 @@ describe.each(['express', 'fastify'] as const)('nest on %s: decorators and @nest
   });
 });
 
+// Each store on one platform: the storage is the same on both (the suite above covers the platforms).
+describe.each([
+  { store: 'memory', platform: 'express' },
+  { store: 'redis', platform: 'fastify' },
+] as const)(
+  'FloodgateThrottlerStorage blockDuration ($store store, nest on $platform)',
+  ({ store, platform }) => {
+    const apps: App[] = [];
+    afterEach(async () => {
+      await Promise.all(apps.splice(0).map((app) => app.close()));
+    });
+    const until = (time: number) => sleep(Math.max(0, time - performance.now()));
+
+    /** A Nest app with one throttler over a new storage, and the blockDurations the storage receives. */
+    async function start(throttler: ThrottlerOptions) {
+      const prefix = `nest-block-${store}-${Math.random().toString(36).slice(2)}`;
+      const storage = new FloodgateThrottlerStorage({
+        store: store === 'redis' ? redisStore({ client }) : memoryStore(),
+        prefix,
+      });
+      const received: number[] = [];
+      const increment = storage.increment.bind(storage);
+      storage.increment = (key, ttl, limit, blockDuration, name) => {
+        received.push(blockDuration);
+        return increment(key, ttl, limit, blockDuration, name);
+      };
+      @Module({
+        imports: [ThrottlerModule.forRoot({ throttlers: [throttler], storage })],
+        controllers: [LimitedController],
+        providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }],
+      })
+      class ThrottledModule {}
+      const app = await startNestApp(ThrottledModule, platform, false, () => {});
+      apps.push(app);
+      const get = () => fetch(`${app.url}/limited/other`);
+      const keys = () => client.keys(`${prefix}:*`);
+      return { get, received, keys, prefix };
+    }
+
+    it('a blockDuration longer than ttl keeps denying after the window, until the block ends', async () => {
+      const { get, received, keys, prefix } = await start({ ttl: 300, limit: 2, blockDuration: 1200 });
+      expect((await get()).status).toBe(200);
+      expect((await get()).status).toBe(200);
+      const sent = performance.now();
+      const denied = await get();
+      const answered = performance.now();
+      expect(denied.status).toBe(429);
+      expect(denied.headers.get('retry-after')).toBe('2'); // the block's 1200 ms, not the window's
+      if (store === 'redis') {
+        // The block's state lives beside the log, under the throttler's usual prefix.
+        const names = await keys();
+        for (const name of names) expect(name.startsWith(`${prefix}:300:2:`)).toBe(true);
+        expect(names.some((name) => name.endsWith(':block'))).toBe(true);
+      }
+      // Past the window of the counted requests (all sent before `sent`), inside the block
+      // (which began at or after `sent`): a request reaching the server within 600 ms is denied.
+      await until(sent + 600);
+      const blocked = await get();
+      expect(blocked.status).toBe(429);
+      expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // The block began by `answered`: 300 ms after its end, the client is admitted again.
+      await until(answered + 1200 + 300);
+      expect((await get()).status).toBe(200);
+      expect(new Set(received)).toEqual(new Set([1200]));
+    });
+
+    it('a throttler without blockDuration (Nest passes the ttl) keeps the plain sliding log', async () => {
+      const { get, received, keys, prefix } = await start({ ttl: 1000, limit: 2 });
+      expect((await get()).status).toBe(200);
+      const first = performance.now();
+      await sleep(700);
+      expect((await get()).status).toBe(200);
+      const denied = await get();
+      expect(denied.status).toBe(429);
+      expect(denied.headers.get('retry-after')).toBe('1');
+      // Once the first request has left the window, the next is admitted; a block of a ttl from
+      // the denial (~700 ms after the first) would still hold.
+      await until(first + 1000 + 250);
+      expect((await get()).status).toBe(200);
+      expect(new Set(received)).toEqual(new Set([1000]));
+      if (store === 'redis') {
+        const names = await keys();
+        expect(names.length).toBeGreaterThan(0);
+        for (const name of names) expect(name.startsWith(`${prefix}:1000:2:`)).toBe(true);
+        expect(names.some((name) => name.endsWith(':block'))).toBe(false);
+      }
+    });
+  },
+);
+
 describe('FloodgateThrottlerStorage options', () => {
   it('rejects unknown options and bad prefixes by name', () => {
     expect(() => new FloodgateThrottlerStorage({ stroe: memoryStore() } as never)).toThrow(/stroe/);
@@ -196,5 +288,24 @@ describe('FloodgateThrottlerStorage options', () => {
     await expect(storage.increment('k', 0, 5, 0, 'broken')).rejects.toThrow(
       "FloodgateThrottlerStorage: throttler 'broken' has ttl 0 and limit 5; both must be positive integers (ttl in milliseconds)",
     );
+    // A blockDuration other than the ttl blocks: Retry-After (timeToBlockExpire) at its end.
+    expect((await storage.increment('b', 10_000, 1, 30_000, 'blocking')).isBlocked).toBe(false);
+    expect(await storage.increment('b', 10_000, 1, 30_000, 'blocking')).toEqual({
+      totalHits: 2,
+      timeToExpire: 30,
+      isBlocked: true,
+      timeToBlockExpire: 30,
+    });
+  });
+
+  it('rejects a blockDuration that is not an integer from 0 to 366 days, naming the throttler', async () => {
+    const storage = new FloodgateThrottlerStorage();
+    for (const blockDuration of [-1, 1.5, Number.NaN, MAX_BLOCK_MS + 1]) {
+      await expect(storage.increment('k', 1_000, 5, blockDuration, 'strict')).rejects.toThrow(
+        `FloodgateThrottlerStorage: throttler 'strict' has blockDuration ${blockDuration}; it must be an integer from 0 to 31622400000 (366 days, in milliseconds)`,
+      );
+    }
+    // The largest block is allowed.
+    expect((await storage.increment('k', 1_000, 5, MAX_BLOCK_MS, 'strict')).isBlocked).toBe(false);
   });
 });
