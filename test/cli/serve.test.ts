@@ -88,7 +88,8 @@ plans:
   free:
     - { name: free-minute, limit: 2/1m }
   pro:
-    - { name: pro-minute, limit: 5/1m, algorithm: fixed-window }
+    # Exact over any minute: a fixed window would restart at a minute boundary mid-test.
+    - { name: pro-minute, limit: 5/1m, algorithm: sliding-log }
 routes:
   - { method: POST, path: /expensive, cost: 2 }
   - { name: search, path: /search/*, limit: 1/1m }
