@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, rawCommand, startRedisServer } from '../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 import { type RunningCli, runCli, startCli } from './support/cli.js';
 import { freePort } from './support/ports.js';
 import { startUpstream, type Upstream } from './support/upstream.js';
@@ -118,6 +119,9 @@ beforeAll(async () => {
     '4/1m',
     '--trust-proxy',
     'loopback',
+    // Exact counts: a check the default 100 ms deadline cut short would be let through (fail open).
+    '--store-timeout',
+    SLOW_MACHINE_TIMEOUT,
   ];
   [a, b, tiers, reloading] = await Promise.all([
     startGateway(proxied),
