@@ -79,10 +79,11 @@ export function sameTarget(a: RedisTarget | undefined, b: RedisTarget | undefine
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** The same store, with the duration of each check and reset recorded; everything else passed through. */
+/** The same store, with the duration of each check, peek, quota slice and reset recorded; everything else passed through. */
 function timed(store: Store, metrics: GatewayMetrics): Store {
   const observe = (operation: string, started: number) =>
     metrics.storeLatency.observe((performance.now() - started) / 1000, { store: store.kind, operation });
+  const lease = store.lease?.bind(store);
   return {
     kind: store.kind,
     ...(store.local !== undefined ? { local: store.local } : {}),
@@ -109,6 +110,15 @@ function timed(store: Store, metrics: GatewayMetrics): Store {
         observe('reset', started);
       }
     },
+    // Left out, the limiter could not lease: rules with quotaLease would check every request.
+    ...(lease !== undefined
+      ? {
+          lease(...args: Parameters<typeof lease>) {
+            const started = performance.now();
+            return lease(...args).finally(() => observe('lease', started));
+          },
+        }
+      : {}),
     settle: (...args) => store.settle(...args),
     setOverride: (...args) => store.setOverride(...args),
     clearOverride: (...args) => store.clearOverride(...args),
