@@ -12,8 +12,8 @@ export const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const NAME_HINT = 'must be 1-64 letters, digits, _ . - (starting with a letter or digit)';
 
 /**
- * A rule list: objects `{ name?, algorithm?, limit, window?, burst? }` where `limit` may be
- * written `120/1m`, or plain strings `'120/1m'`. The algorithm defaults to sliding-window.
+ * A rule list: objects (the fields above) where `limit` may be written `120/1m`, or plain
+ * strings `'120/1m'`. The algorithm defaults to sliding-window.
  */
 export function parseRuleList(
   value: unknown,
