@@ -64,6 +64,8 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
         windowMs: known.resolved.windowMs,
         capacity: known.resolved.capacity,
         counts: known.resolved.counts,
+        // Slices a gateway holds count as used here: peeks never take or use one.
+        quotaLease: known.resolved.quotaLease ?? null,
         plans: [...known.plans],
         routes: known.everyRoute ? [] : [...known.routes],
         allowed: decision.allowed,
@@ -100,7 +102,7 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
         rows.map((row) => [
           row.rule,
           row.algorithm,
-          `${row.limit}/${formatDuration(row.windowMs)}${row.capacity !== row.limit ? ` burst ${row.capacity}` : ''}${row.counts === 'requests' ? ' requests' : ''}`,
+          `${row.limit}/${formatDuration(row.windowMs)}${row.capacity !== row.limit ? ` burst ${row.capacity}` : ''}${row.counts === 'requests' ? ' requests' : ''}${row.quotaLease === null ? '' : ` quotaLease max ${row.quotaLease.max}`}`,
           describeScope(row.plans, row.routes, config),
           row.allowed ? 'allowed' : 'denied',
           String(row.remaining),

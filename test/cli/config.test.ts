@@ -80,6 +80,100 @@ describe('gateway config', () => {
     );
   });
 
+  it('reads quotaLease (true, false or { max }) on rules, and names the field and what it allows when refused', () => {
+    const config = parseGatewayConfig({
+      rules: [
+        { name: 'global', limit: '50000/1s', algorithm: 'fixed-window', quotaLease: true },
+        { name: 'daily', limit: 900, window: '1d', algorithm: 'gcra', burst: 100, quotaLease: { max: 50 } },
+      ],
+      routes: [{ path: '/plain', inherit: false, rules: [{ limit: '5/1s', quotaLease: false }, '9/1m'] }],
+    });
+    expect(config.plans.get('default')).toEqual([
+      { name: 'global', algorithm: 'fixed-window', limit: 50_000, window: 1000, quotaLease: true },
+      { name: 'daily', algorithm: 'gcra', limit: 900, window: '1d', burst: 100, quotaLease: { max: 50 } },
+    ]);
+    expect(describeConfig(config)).toContain(
+      'plan default: global: fixed-window 50000/1s quotaLease; daily: gcra 900/1d burst 100 quotaLease max 50',
+    );
+    expect(describeConfig(config)).toContain(
+      'route any-plain: * /plain -> any-plain.sliding-window-5-per-1s: sliding-window 5/1s; any-plain.sliding-window-9-per-1m: sliding-window 9/1m',
+    );
+
+    const leased = (quotaLease: unknown, more: Record<string, unknown> = {}) => ({
+      routes: [{ path: '/x', inherit: false, rules: ['1/1s', { limit: '100/1s', quotaLease, ...more }] }],
+    });
+    expect(error(leased('yes'))).toBe('routes[0].rules[1].quotaLease: expected true or { max }, got "yes"');
+    expect(error(leased([500]))).toBe(
+      'routes[0].rules[1].quotaLease: expected true or { max }, got an array',
+    );
+    expect(error(leased({ max: 0 }))).toBe(
+      'routes[0].rules[1].quotaLease.max: 0 must be an integer from 1 to 100',
+    );
+    // At most the rule's capacity (its burst for token-bucket and gcra).
+    expect(error(leased({ max: 101 }))).toBe(
+      'routes[0].rules[1].quotaLease.max: 101 must be an integer from 1 to 100',
+    );
+    expect(error(leased({ max: 10, min: 1 }))).toBe(
+      'routes[0].rules[1].quotaLease.min: unknown option; quotaLease takes max',
+    );
+    const algorithms =
+      "only 'fixed-window', 'sliding-window', 'token-bucket' and 'gcra' rules can lease quota";
+    expect(error(leased(true, { algorithm: 'sliding-log' }))).toBe(
+      `routes[0].rules[1].quotaLease: not allowed for 'sliding-log': ${algorithms}`,
+    );
+    expect(error({ rules: [{ algorithm: 'concurrency', limit: 3, quotaLease: true }] })).toBe(
+      `rules[0].quotaLease: not allowed for 'concurrency': ${algorithms}`,
+    );
+    expect(error({ routes: [{ path: '/x', concurrency: { limit: 3, quotaLease: true } }] })).toBe(
+      'routes[0].concurrency.quotaLease: unknown field; expected one of limit, lease, counts',
+    );
+    expect(error(leased(true, { block: '1m' }))).toBe(
+      'routes[0].rules[1].quotaLease: not allowed with block: slices are admitted locally, where a block cannot start',
+    );
+    expect(error(leased(true, { counts: 'requests' }))).toMatch(
+      /^routes\[0\]\.rules\[1\]\.quotaLease: not allowed with counts: 'requests': /,
+    );
+    const shadowed = 'slices are admitted locally, where a shadow rule cannot report its would-be denials';
+    expect(error(leased(true, { shadow: true }))).toBe(
+      `routes[0].rules[1].quotaLease: not allowed with shadow: ${shadowed}`,
+    );
+    const alone = { path: '/x', inherit: false, rules: [{ limit: '100/1s', quotaLease: true }] };
+    expect(error({ routes: [{ ...alone, shadow: true }] })).toBe(
+      `routes[0].shadow: not allowed with quotaLease on the route's own rules: ${shadowed}`,
+    );
+    expect(error({ routes: [alone], shadow: true })).toBe(
+      `shadow: not allowed with quotaLease on some rules (every rule becomes a shadow rule): ${shadowed}`,
+    );
+    expect(() => parseGatewayConfig({ routes: [alone], shadow: true }, { shadow: '--shadow' })).toThrow(
+      /^--shadow: not allowed with quotaLease/,
+    );
+    const tiers = { header: 'x-plan', default: 'free', trust: 'header' };
+    expect(
+      error({ tiers, plans: { free: { rules: [{ limit: '100/1s', quotaLease: true }], shadow: true } } }),
+    ).toBe(`plans.free.shadow: not allowed with quotaLease on the plan's rules: ${shadowed}`);
+
+    // A request's rules lease all or none, as the limiter requires; the message says which go together.
+    const mixed =
+      "checked together (a route's own rules, its plan's unless inherit: false, and concurrency rules, which cannot lease); set it on all of them or on none";
+    expect(error(leased(true))).toBe(`routes[0].rules: quotaLease is set on 1 of 2 rules ${mixed}`);
+    expect(error({ routes: [{ ...alone, inherit: true }] })).toBe(
+      `routes[0]: quotaLease is set on 1 of 2 rules ${mixed}`,
+    );
+    expect(error({ routes: [{ ...alone, concurrency: 4 }] })).toBe(
+      `routes[0]: quotaLease is set on 1 of 2 rules ${mixed}`,
+    );
+    expect(error({ rules: [{ limit: '100/1s', quotaLease: true }], concurrency: 4 })).toBe(
+      `concurrency: quotaLease is set on 1 of 2 rules ${mixed}`,
+    );
+    expect(
+      error({
+        tiers,
+        plans: { free: [{ limit: '100/1s', quotaLease: true }], pro: ['5/1s'] },
+        routes: [{ path: '/x', plans: { pro: [{ limit: '9/1s', quotaLease: true }] } }],
+      }),
+    ).toBe(`routes[0] (plan pro): quotaLease is set on 1 of 2 rules ${mixed}`);
+  });
+
   it('builds per-route rule lists per plan: own rules first, then the plan’s, unless inherit is false', () => {
     const config = parseGatewayConfig({
       tiers: { header: 'X-Plan', default: 'free', trust: 'header' },

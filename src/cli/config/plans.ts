@@ -17,7 +17,7 @@ import {
   oneOf,
   stringAt,
 } from './check.js';
-import { concurrencyRule, parseRuleList } from './rules.js';
+import { checkLeasing, checkShadow, concurrencyRule, parseRuleList } from './rules.js';
 
 /** The core's rule for plan names (src/core/plans.ts): no dots, since rules are shown as `<plan>.<rule>`. */
 const PLAN_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -48,7 +48,9 @@ export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions
     for (const [name, rules] of plans) {
       if (rules.some((rule) => rule.algorithm === 'concurrency')) continue;
       const combined = [...rules, shared];
-      core(() => resolveRules(combined, plans.size > 1 ? `${where} (plan ${name})` : where));
+      const at = plans.size > 1 ? `${where} (plan ${name})` : where;
+      core(() => resolveRules(combined, at));
+      checkLeasing(combined, at);
       plans.set(name, combined);
     }
   }
@@ -74,8 +76,10 @@ function parsePlan(value: unknown, path: string): RuleOptions[] {
   if (rules.length === 0) fail(path, 'give rules or concurrency');
   // A shadow plan's own rules are evaluated and counted, never enforced (a roll-out of the plan).
   const shadow = fields.shadow === undefined ? false : booleanAt(fields.shadow, join(path, 'shadow'));
+  if (shadow) checkShadow(rules, join(path, 'shadow'), "the plan's rules");
   const planRules = shadow ? rules.map((rule) => ({ ...rule, shadow: true })) : rules;
   core(() => resolveRules(planRules, path));
+  checkLeasing(planRules, path);
   return planRules;
 }
 

@@ -18,7 +18,7 @@ import {
   oneOf,
   stringAt,
 } from './check.js';
-import { concurrencyRule, NAME, NAME_HINT, parseRuleList } from './rules.js';
+import { checkLeasing, checkShadow, concurrencyRule, NAME, NAME_HINT, parseRuleList } from './rules.js';
 
 /** Which responses a route's requests count by: `failed` (status >= 400, or no upstream answer), `successful`, or `all`. */
 export const COUNTS = ['all', 'failed', 'successful'] as const;
@@ -118,8 +118,11 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
     // A shadow route's own rules are evaluated and counted, never enforced; inherited plan rules
     // are shared with other routes and keep their own setting.
     const shadow = fields.shadow === undefined ? false : booleanAt(fields.shadow, `${where}.shadow`);
-    const shadowed = (rules: RuleOptions[]) =>
-      shadow ? rules.map((rule) => ({ ...rule, shadow: true })) : rules;
+    const shadowed = (rules: RuleOptions[]) => {
+      if (!shadow) return rules;
+      checkShadow(rules, `${where}.shadow`, "the route's own rules");
+      return rules.map((rule) => ({ ...rule, shadow: true }));
+    };
     let own: RuleOptions[] = [];
     if (fields.limit !== undefined) {
       const rule: Fields = { limit: fields.limit };
@@ -144,7 +147,9 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       const combined = [...own, ...extra, ...(inherit ? planRules : [])];
       if (combined.length === 0)
         fail(where, `no rules for plan '${plan}': give limit, rules or plans, or inherit: true`);
-      core(() => resolveRules(combined, plans.size > 1 ? `${where} (plan ${plan})` : where));
+      const at = plans.size > 1 ? `${where} (plan ${plan})` : where;
+      core(() => resolveRules(combined, at));
+      checkLeasing(combined, at);
       perPlan.set(plan, combined);
     }
     claim({

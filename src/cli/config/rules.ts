@@ -1,6 +1,7 @@
 /**
  * Rules in the config file: `'120/1m'` strings or `{ name?, algorithm?, limit, window?, burst?,
- * block?, shadow?, counts? }` objects, checked in context by the core's own rule validation so messages name the field.
+ * block?, shadow?, counts?, quotaLease? }` objects, checked in context by the core's own rule
+ * validation so messages name the field.
  */
 import type { AlgorithmName, RuleOptions } from '../../index.js';
 import { ALGORITHM_NAMES, describe, formatDuration, resolveRules } from '../../internal.js';
@@ -11,8 +12,8 @@ export const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const NAME_HINT = 'must be 1-64 letters, digits, _ . - (starting with a letter or digit)';
 
 /**
- * A rule list: objects `{ name?, algorithm?, limit, window?, burst? }` where `limit` may be
- * written `120/1m`, or plain strings `'120/1m'`. The algorithm defaults to sliding-window.
+ * A rule list: objects (the fields above) where `limit` may be written `120/1m`, or plain
+ * strings `'120/1m'`. The algorithm defaults to sliding-window.
  */
 export function parseRuleList(
   value: unknown,
@@ -27,7 +28,37 @@ export function parseRuleList(
   });
   if (rules.length === 0) fail(path, 'give at least one rule, e.g. 120/1m');
   core(() => resolveRules(Array.isArray(value) ? rules : rules[0], path));
+  checkLeasing(rules, path);
   return rules;
+}
+
+/** Whether a rule leases quota (`quotaLease` given and not false). */
+function leases(rule: RuleOptions): boolean {
+  return rule.quotaLease !== undefined && rule.quotaLease !== false;
+}
+
+/**
+ * Rules checked together (a route's own, its plan's, concurrency) lease on all of them or none,
+ * as the limiter requires (src/core/plans.ts): refused here so `serve` fails naming the config.
+ */
+export function checkLeasing(rules: readonly RuleOptions[], path: string): void {
+  const leasing = rules.filter(leases).length;
+  if (leasing > 0 && leasing < rules.length) {
+    fail(
+      path,
+      `quotaLease is set on ${leasing} of ${rules.length} rules checked together (a route's own rules, its plan's unless inherit: false, and concurrency rules, which cannot lease); set it on all of them or on none`,
+    );
+  }
+}
+
+/** Refuses `shadow: true` at `path` over rules that lease: a shadow rule cannot (src/rules.ts). */
+export function checkShadow(rules: readonly RuleOptions[], path: string, whose: string): void {
+  if (rules.some(leases)) {
+    fail(
+      path,
+      `not allowed with quotaLease on ${whose}: slices are admitted locally, where a shadow rule cannot report its would-be denials`,
+    );
+  }
 }
 
 function parseRule(
@@ -46,6 +77,7 @@ function parseRule(
     'block',
     'shadow',
     'counts',
+    'quotaLease',
   ]);
   const algorithm =
     fields.algorithm === undefined
@@ -78,6 +110,7 @@ function parseRule(
   if (fields.block !== undefined) rule.block = fields.block;
   if (fields.shadow !== undefined) rule.shadow = fields.shadow;
   if (fields.lease !== undefined) rule.lease = fields.lease;
+  if (fields.quotaLease !== undefined) rule.quotaLease = fields.quotaLease;
   countsOf(fields, path, rule);
   if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
   else if (namePrefix !== '' && typeof limit === 'number') {
@@ -110,6 +143,8 @@ function slotRule(fields: Fields, path: string, namePrefix = ''): RuleOptions {
   if (fields.window !== undefined) fail(`${path}.window`, 'a concurrency rule has no window; give lease');
   if (fields.burst !== undefined) fail(`${path}.burst`, 'a concurrency rule has no burst');
   if (fields.lease !== undefined) rule.lease = fields.lease;
+  // Refused by the core, naming the algorithms that lease.
+  if (fields.quotaLease !== undefined) rule.quotaLease = fields.quotaLease;
   countsOf(fields, path, rule);
   if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
   else if (namePrefix !== '') rule.name = `${namePrefix}.concurrency-${fields.limit}`.slice(0, 64);

@@ -23,6 +23,7 @@ import {
 import { parsePlans, parseTiers, type Tiers } from './plans.js';
 import type { RlsDomains } from './rls.js';
 import { parseRoutes, type RouteSpec } from './routes.js';
+import { checkShadow } from './rules.js';
 
 export { DEFAULT_PLAN, sha256Hex, type Tiers } from './plans.js';
 export { METHODS, type RouteSpec } from './routes.js';
@@ -156,6 +157,11 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
   const tiers = raw.tiers === undefined ? undefined : parseTiers(raw.tiers, plans);
 
   const routes = parseRoutes(raw, plans);
+  const shadow = raw.shadow === undefined ? false : booleanAt(raw.shadow, at('shadow'));
+  if (shadow) {
+    const everyRule = [...plans.values(), ...routes.flatMap((route) => [...route.rules.values()])].flat();
+    checkShadow(everyRule, at('shadow'), 'some rules (every rule becomes a shadow rule)');
+  }
   const admin = raw.admin === undefined ? {} : objectAt(raw.admin, at('admin'), ['host', 'port']);
   const adminPort =
     admin.port === undefined
@@ -192,7 +198,7 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
       raw.onStoreError === undefined
         ? 'open'
         : oneOf(raw.onStoreError, at('onStoreError'), ['open', 'closed']),
-    shadow: raw.shadow === undefined ? false : booleanAt(raw.shadow, at('shadow')),
+    shadow,
     headers: parseHeaders(raw.headers, at('headers')),
     blockedStatus: parseBlockedStatus(raw.blockedStatus, at('blockedStatus')),
     trustProxy: parseTrustProxy(raw.trustProxy, at('trustProxy')),

@@ -27,6 +27,7 @@ export function ruleText(rule: {
   burst?: number;
   lease?: unknown;
   counts?: string;
+  quotaLease?: boolean | { max?: number };
 }): string {
   const name = rule.name ? `${rule.name}: ` : '';
   // Cost is the default unit; a rule that counts requests says so (a route's cost takes 1 there).
@@ -34,7 +35,10 @@ export function ruleText(rule: {
   if (rule.algorithm === 'concurrency') {
     return `${name}concurrency ${rule.limit}${rule.lease === undefined ? '' : ` lease ${durationText(rule.lease)}`}${counts}`;
   }
-  return `${name}${rule.algorithm} ${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}${counts}`;
+  const lease = rule.quotaLease
+    ? ` quotaLease${rule.quotaLease !== true && rule.quotaLease.max !== undefined ? ` max ${rule.quotaLease.max}` : ''}`
+    : '';
+  return `${name}${rule.algorithm} ${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}${counts}${lease}`;
 }
 
 function durationText(value: unknown): string {

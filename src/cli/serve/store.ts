@@ -79,10 +79,12 @@ export function sameTarget(a: RedisTarget | undefined, b: RedisTarget | undefine
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** The same store, with the duration of each check and reset recorded; everything else passed through. */
+/** The same store, with the duration of each check, peek, quota slice and reset recorded (by either evaluate path); everything else passed through. */
 function timed(store: Store, metrics: GatewayMetrics): Store {
   const observe = (operation: string, started: number) =>
     metrics.storeLatency.observe((performance.now() - started) / 1000, { store: store.kind, operation });
+  const lease = store.lease?.bind(store);
+  const evaluateWith = store.evaluateWith?.bind(store);
   return {
     kind: store.kind,
     ...(store.local !== undefined ? { local: store.local } : {}),
@@ -101,6 +103,25 @@ function timed(store: Store, metrics: GatewayMetrics): Store {
       }
       return reply.finally(() => observe(operation, started));
     },
+    // Left out, every check would take the store's slower promise path.
+    ...(evaluateWith !== undefined
+      ? {
+          evaluateWith(head, rules, cost, consume, overrideSeen, receiver) {
+            const started = performance.now();
+            const operation = consume ? 'check' : 'peek';
+            evaluateWith(head, rules, cost, consume, overrideSeen, {
+              answered(reply) {
+                observe(operation, started);
+                receiver.answered(reply);
+              },
+              failed(error) {
+                observe(operation, started);
+                receiver.failed(error);
+              },
+            });
+          },
+        }
+      : {}),
     async reset(head, rules) {
       const started = performance.now();
       try {
@@ -109,6 +130,15 @@ function timed(store: Store, metrics: GatewayMetrics): Store {
         observe('reset', started);
       }
     },
+    // Left out, the limiter could not lease: rules with quotaLease would check every request.
+    ...(lease !== undefined
+      ? {
+          lease(...args: Parameters<typeof lease>) {
+            const started = performance.now();
+            return lease(...args).finally(() => observe('lease', started));
+          },
+        }
+      : {}),
     settle: (...args) => store.settle(...args),
     setOverride: (...args) => store.setOverride(...args),
     clearOverride: (...args) => store.clearOverride(...args),

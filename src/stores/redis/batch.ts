@@ -13,7 +13,7 @@
 import type { EvaluateReceiver, EvaluateReply } from '../types.js';
 import type { Run, Send } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
-import { decodeCheckReply, deniedOrOverride } from './reply.js';
+import { decodeBatchPart, deniedOrOverrideAt } from './reply.js';
 import type { Script } from './script.js';
 
 /**
@@ -73,11 +73,11 @@ export interface QueuedCheck {
   readonly receiver: EvaluateReceiver;
 }
 
-/** Answers a check with its decoded reply, or fails it when its part of the reply is malformed. */
-function answer(pending: QueuedCheck, reply: unknown): void {
+/** Answers a check with its part of the reply (see decodeBatchPart), or fails it when that is malformed. */
+function answer(pending: QueuedCheck, reply: readonly unknown[], at: number): void {
   let decoded: EvaluateReply;
   try {
-    decoded = decodeCheckReply(reply, pending.ruleCount, pending.seen);
+    decoded = decodeBatchPart(reply, at, pending.ruleCount, pending.seen);
   } catch (error) {
     pending.receiver.failed(error);
     return;
@@ -86,38 +86,41 @@ function answer(pending: QueuedCheck, reply: unknown): void {
 }
 
 /**
- * Splits a batch's flat reply (see the 'b' mode in script.ts) into one reply per check: its
- * numbers, or `['override', current]`. Returns an error when the reply does not have exactly the
- * batch's shape.
+ * Where each check's part of a batch's flat reply (see the 'b' mode in script.ts) starts: its
+ * count of integers, or -1 before the key's current override. An error when the reply does not
+ * have exactly the batch's shape.
  */
-function split(batch: readonly QueuedCheck[], reply: unknown): unknown[] | Error {
-  const replies: unknown[] = new Array(batch.length);
+function partsOf(batch: readonly QueuedCheck[], reply: unknown): number[] | Error {
+  const starts: number[] = new Array(batch.length);
   let at = 0;
+  let parts = 0;
   if (Array.isArray(reply)) {
-    for (let i = 0; i < batch.length && at < reply.length; i++) {
+    for (; parts < batch.length && at < reply.length; parts++) {
       const count = reply[at];
       if (count === -1 && at + 1 < reply.length) {
-        replies[i] = ['override', reply[at + 1]];
+        starts[parts] = at;
         at += 2;
       } else if (Number.isSafeInteger(count) && count >= 0 && at + count < reply.length) {
-        replies[i] = reply.slice(at + 1, at + 1 + count);
+        starts[parts] = at;
         at += 1 + count;
       } else {
         break;
       }
     }
   }
-  if (!Array.isArray(reply) || at !== reply.length || replies[batch.length - 1] === undefined) {
+  if (!Array.isArray(reply) || at !== reply.length || parts !== batch.length) {
     return new Error(`floodgate: unexpected reply from the Redis script for ${batch.length} checks`);
   }
-  return replies;
+  return starts;
 }
 
 /** Answers every check of a batch with its part of the reply, or fails them all. */
 function deliver(batch: readonly QueuedCheck[], reply: unknown): void {
-  const replies = split(batch, reply);
-  if (replies instanceof Error) for (const pending of batch) pending.receiver.failed(replies);
-  else for (let i = 0; i < batch.length; i++) answer(batch[i] as QueuedCheck, replies[i]);
+  const starts = partsOf(batch, reply);
+  if (starts instanceof Error) for (const pending of batch) pending.receiver.failed(starts);
+  else
+    for (let i = 0; i < batch.length; i++)
+      answer(batch[i] as QueuedCheck, reply as unknown[], starts[i] as number);
 }
 
 /**
@@ -127,12 +130,15 @@ function deliver(batch: readonly QueuedCheck[], reply: unknown): void {
  * (so `onStoreError` decides it). A key over its limit thus stays denied while Redis is full.
  */
 function answerFromPeeks(batch: readonly QueuedCheck[], peeked: unknown, error: unknown): void {
-  const replies = split(batch, peeked);
+  const starts = partsOf(batch, peeked);
   for (let i = 0; i < batch.length; i++) {
     const pending = batch[i] as QueuedCheck;
-    const reply = replies instanceof Error ? undefined : replies[i];
-    if (reply !== undefined && (pending.mode === 'p' || deniedOrOverride(reply))) answer(pending, reply);
-    else pending.receiver.failed(error);
+    const at = starts instanceof Error ? undefined : starts[i];
+    if (at !== undefined && (pending.mode === 'p' || deniedOrOverrideAt(peeked as unknown[], at))) {
+      answer(pending, peeked as unknown[], at);
+    } else {
+      pending.receiver.failed(error);
+    }
   }
 }
 

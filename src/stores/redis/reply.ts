@@ -11,12 +11,15 @@ import type { EvaluateReply, RuleOutcome } from '../types.js';
 /** The integers the script returns per rule. */
 export const WIRE_FIELDS = 6;
 
-/** One check's part of a batch reply (see batch.ts split): its integers, or the override news. */
-export type CheckReply = readonly unknown[];
-
 /** Whether one check's reply is the news that its override changed. */
-function isOverrideNews(reply: CheckReply): boolean {
+function isOverrideNews(reply: readonly unknown[]): boolean {
   return reply[0] === 'override' && reply.length === 2;
+}
+
+/** The news that the key's override is now `current` (nothing was evaluated). */
+function overrideNews(current: unknown): EvaluateReply {
+  const value = String(current);
+  return { overrideChanged: true, value: value === '' ? undefined : value };
 }
 
 /**
@@ -24,35 +27,67 @@ function isOverrideNews(reply: CheckReply): boolean {
  * compared, `''`: none); throws on any other shape.
  */
 export function decodeCheckReply(reply: unknown, ruleCount: number, seen: string): EvaluateReply {
-  if (Array.isArray(reply) && isOverrideNews(reply)) {
-    const value = String(reply[1]);
-    return { overrideChanged: true, value: value === '' ? undefined : value };
-  }
+  if (!Array.isArray(reply)) throw unexpected(reply);
+  if (isOverrideNews(reply)) return overrideNews(reply[1]);
+  return decodeOutcomes(reply, 0, reply.length, ruleCount, seen);
+}
+
+/**
+ * Decodes one check's part of a batch's flat reply (see the 'b' mode in script.ts), which starts
+ * at `at`: a count and that many integers, or -1 and the key's current override. Read in place:
+ * a copy of each part would cost every check an array.
+ */
+export function decodeBatchPart(
+  reply: readonly unknown[],
+  at: number,
+  ruleCount: number,
+  seen: string,
+): EvaluateReply {
+  const count = reply[at];
+  if (count === -1) return overrideNews(reply[at + 1]);
+  return decodeOutcomes(reply, at + 1, count as number, ruleCount, seen);
+}
+
+/** The outcomes in `length` integers of `reply` from `from` (see the header). */
+function decodeOutcomes(
+  reply: readonly unknown[],
+  from: number,
+  length: number,
+  ruleCount: number,
+  seen: string,
+): EvaluateReply {
   const withTtl = seen !== '*' && seen !== '';
   const expected = ruleCount * WIRE_FIELDS + (withTtl ? 1 : 0);
-  if (!Array.isArray(reply) || reply.length !== expected) {
-    throw new Error(`floodgate: unexpected reply from the Redis script: ${describe(reply)}`);
-  }
+  if (length !== expected) throw unexpected(reply.slice(from, from + length));
   const outcomes: RuleOutcome[] = new Array(ruleCount);
   for (let i = 0; i < ruleCount; i++) {
-    const at = i * WIRE_FIELDS;
+    const at = from + i * WIRE_FIELDS;
     outcomes[i] = new Evaluation(
       reply[at] === 1,
-      reply[at + 1],
-      reply[at + 2],
-      reply[at + 3],
-      reply[at + 4],
-      reply[at + 5],
+      reply[at + 1] as number,
+      reply[at + 2] as number,
+      reply[at + 3] as number,
+      reply[at + 4] as number,
+      reply[at + 5] as number,
     );
   }
   if (!withTtl) return { outcomes };
-  const ttl = reply[expected - 1] as number;
+  const ttl = reply[from + expected - 1] as number;
   return { outcomes, overrideTtlMs: ttl < 0 ? Number.POSITIVE_INFINITY : ttl };
 }
 
-/** Whether one check's reply is a denial by some rule, or an override to learn (nothing was written). */
-export function deniedOrOverride(reply: unknown): boolean {
-  if (!Array.isArray(reply) || isOverrideNews(reply)) return true;
-  for (let at = 0; at + WIRE_FIELDS <= reply.length; at += WIRE_FIELDS) if (reply[at] === 0) return true;
+function unexpected(reply: unknown): Error {
+  return new Error(`floodgate: unexpected reply from the Redis script: ${describe(reply)}`);
+}
+
+/**
+ * Whether the part of a batch's reply at `at` (see decodeBatchPart) is a denial by some rule, or
+ * an override to learn: either way nothing was written.
+ */
+export function deniedOrOverrideAt(reply: readonly unknown[], at: number): boolean {
+  const count = reply[at] as number;
+  if (count === -1) return true;
+  for (let field = at + 1; field + WIRE_FIELDS <= at + 1 + count; field += WIRE_FIELDS)
+    if (reply[field] === 0) return true;
   return false;
 }
