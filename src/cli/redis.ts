@@ -120,7 +120,9 @@ export async function connectRedis(
     await withTimeout(client.connect(), connectTimeout + 1000);
     connected = true;
   } catch (error) {
-    client.disconnect();
+    // Disconnecting a client that already ended would arm ioredis's 2 s stream-close timer, which
+    // keeps a one-shot command alive for nothing.
+    if (client.status !== 'end') client.disconnect();
     const cause = lastError ?? error;
     const message = cause instanceof Error ? cause.message : String(cause);
     throw new RuntimeFailure(`cannot connect to Redis (${label}): ${message}`);

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter, redisStore } from '../../src/index.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 import { runCli } from './support/cli.js';
 
 let redis: RedisServer;
@@ -57,11 +58,14 @@ afterAll(async () => {
 function freePlan() {
   return createLimiter({
     store: redisStore({ client }),
+    timeout: SLOW_MACHINE_TIMEOUT,
     rules: [{ name: 'free-minute', limit: 3, window: '1m', algorithm: 'sliding-log' }],
   });
 }
 
-describe('floodgate inspect and reset', () => {
+// Each test starts up to four `floodgate` processes (~0.5 s of CPU each for Node, tsx and the
+// CLI's modules): bounded work, but a loaded 2-core machine stretches it past the default 20 s.
+describe('floodgate inspect and reset', { timeout: 60_000 }, () => {
   it('inspect peeks under every rule of the config and lists the Redis keys with their TTLs', async () => {
     const limiter = freePlan();
     await limiter.check('client-1');
@@ -150,13 +154,16 @@ describe('floodgate inspect and reset', () => {
 
   it('inspect shows a block and how long it lasts; reset lifts it', async () => {
     const blockConfig = join(dir, 'block.yaml');
+    // A token bucket's key lives a minute past the last check; a fixed window's ends with its
+    // clock-aligned window, which a slow run can cross before reset counts the keys.
     await writeFile(
       blockConfig,
-      'rules: [{ name: login, limit: 1/1m, algorithm: fixed-window, block: 15m }]\n',
+      'rules: [{ name: login, limit: 1/1m, algorithm: token-bucket, block: 15m }]\n',
     );
     const limiter = createLimiter({
       store: redisStore({ client }),
-      rules: { name: 'login', limit: 1, window: '1m', algorithm: 'fixed-window', block: '15m' },
+      timeout: SLOW_MACHINE_TIMEOUT,
+      rules: { name: 'login', limit: 1, window: '1m', algorithm: 'token-bucket', block: '15m' },
     });
     await limiter.check('client-3');
     expect((await limiter.check('client-3')).retryAfterMs).toBe(15 * 60_000);
@@ -178,7 +185,7 @@ describe('floodgate inspect and reset', () => {
     expect(row?.blockedForMs).toBeLessThanOrEqual(15 * 60_000);
     const reset = await runCli(['reset', 'client-3', '--config', blockConfig, '--redis', redis.url]);
     expect(reset.stdout).toBe('reset "client-3" under 1 rule (login): 2 Redis keys deleted\n');
-    expect(await client.exists('floodgate:{client-3}:login:fw:block')).toBe(0);
+    expect(await client.exists('floodgate:{client-3}:login:tb:block')).toBe(0);
     await limiter.reset('client-3'); // this process's deny cache too
     expect((await limiter.check('client-3')).allowed).toBe(true);
   });

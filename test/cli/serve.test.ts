@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, rawCommand, startRedisServer } from '../support/redis-server.js';
+import { SLOW_MACHINE_TIMEOUT } from '../support/timeouts.js';
 import { type RunningCli, runCli, startCli } from './support/cli.js';
 import { freePort } from './support/ports.js';
 import { startUpstream, type Upstream } from './support/upstream.js';
@@ -88,7 +89,8 @@ plans:
   free:
     - { name: free-minute, limit: 2/1m }
   pro:
-    - { name: pro-minute, limit: 5/1m, algorithm: fixed-window }
+    # Exact over any minute: a fixed window would restart at a minute boundary mid-test.
+    - { name: pro-minute, limit: 5/1m, algorithm: sliding-log }
 routes:
   - { method: POST, path: /expensive, cost: 2 }
   - { name: search, path: /search/*, limit: 1/1m }
@@ -117,6 +119,9 @@ beforeAll(async () => {
     '4/1m',
     '--trust-proxy',
     'loopback',
+    // Exact counts: a check the default 100 ms deadline cut short would be let through (fail open).
+    '--store-timeout',
+    SLOW_MACHINE_TIMEOUT,
   ];
   [a, b, tiers, reloading] = await Promise.all([
     startGateway(proxied),
