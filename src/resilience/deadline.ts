@@ -91,7 +91,7 @@ export function createDeadlines(ms: number): Deadlines {
     while (first < started) {
       const call = queue[first] as Tracked;
       if (call.pending && call.expiresAt > cutoff) break;
-      if (answer(call)) call.expire();
+      if (settle(call)) call.expire();
       first++;
     }
     // Drop the expired and answered entries at the front now and then, not on every call.
@@ -103,10 +103,23 @@ export function createDeadlines(ms: number): Deadlines {
     arm();
   }
 
-  function answer(call: Tracked): boolean {
+  /** Marks a call answered or expired; false when it already was. */
+  function settle(call: Tracked): boolean {
     if (!call.pending) return false;
     call.pending = false;
     unanswered--;
+    return true;
+  }
+
+  function answer(call: Tracked): boolean {
+    if (!settle(call)) return false;
+    // With every call answered, forget them at once rather than at the next judgement: an entry
+    // keeps its caller's objects (a check's promise and decision) alive until then.
+    if (unanswered === 0) {
+      queue.length = 0;
+      first = 0;
+      started = 0;
+    }
     return true;
   }
 
