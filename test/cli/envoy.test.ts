@@ -470,8 +470,11 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
 
   it('a call under way across a reload is answered whole by its generation, which closes only after it', async () => {
     // A store deadline longer than Redis is held up below: the call's checks wait, not fail open.
-    const config = `${dir}-slow-store.json`;
-    await writeFile(config, JSON.stringify({ store: { timeout: '30s' }, grpc: { port: 0, config: dir } }));
+    // Its own rate limit config: the test above leaves a broken file in the shared one.
+    const rls = await mkdtemp(join(tmpdir(), 'floodgate-envoy-reload-'));
+    await writeFile(join(rls, 'strict.yaml'), FILES['strict.yaml'] as string);
+    const config = `${rls}.json`;
+    await writeFile(config, JSON.stringify({ store: { timeout: '30s' }, grpc: { port: 0, config: rls } }));
     const gateway = await startGateway(['--config', config]);
     const client = new Redis(redis.url);
     const both = [descriptor(['user', 'across-reload']), descriptor(['org', 'across-reload'])];
@@ -507,6 +510,7 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
     } finally {
       client.disconnect();
       await rm(config, { force: true });
+      await rm(rls, { recursive: true, force: true });
     }
   }, 90_000);
 
