@@ -81,6 +81,17 @@ describe('gateway config', () => {
     );
   });
 
+  it("makes a shadow route's concurrency a shadow rule too, as a shadow plan's", () => {
+    const config = parseGatewayConfig({
+      routes: [{ path: '/trial', inherit: false, limit: '10/1s', concurrency: { limit: 2 }, shadow: true }],
+    });
+    const rules = config.routes[0]?.rules.get('default') as RuleOptions[];
+    expect(rules.map((rule) => [rule.algorithm ?? 'sliding-window', rule.shadow])).toEqual([
+      ['sliding-window', true],
+      ['concurrency', true],
+    ]);
+  });
+
   it('keeps block and shadow on concurrency rules, where they take effect, and names them in errors', async () => {
     const config = parseGatewayConfig({
       routes: [
