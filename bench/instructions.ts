@@ -27,21 +27,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { AlgorithmName } from '../src/index.js';
 import { userKeys } from './support/context.js';
-import { drive, loneCheck } from './support/lone-check.js';
+import { drive, loneCheck, loneCheckOptions } from './support/lone-check.js';
 import { startBenchRedis } from './support/redis.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: {
-    algorithm: { type: 'string', default: 'fixed-window' },
-    'in-flight': { type: 'string', default: '1' },
-    keys: { type: 'string', default: '10000' },
-    warmup: { type: 'string', default: '30000' },
-    checks: { type: 'string', default: '5000' },
-    // Internal: the process valgrind runs (see measured()).
-    worker: { type: 'string' },
-    'redis-port': { type: 'string' },
-  },
+  options: { ...loneCheckOptions(5000) },
 });
 
 function positiveInteger(name: keyof typeof values): number {

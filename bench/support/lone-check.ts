@@ -10,6 +10,24 @@ import { Redis } from 'ioredis';
 import type * as Floodgate from '../../src/index.js';
 import { REDIS_CONTENDERS } from '../peers/index.js';
 
+/**
+ * The command-line options both counting tools take (node:util parseArgs), given the default
+ * number of checks counted: what is checked, how, and the internal pair naming the measuring
+ * process's Redis.
+ */
+export function loneCheckOptions(checks: number) {
+  return {
+    algorithm: { type: 'string', default: 'fixed-window' },
+    'in-flight': { type: 'string', default: '1' },
+    keys: { type: 'string', default: '10000' },
+    warmup: { type: 'string', default: '30000' },
+    checks: { type: 'string', default: String(checks) },
+    // Internal: set on the process that measures one name.
+    worker: { type: 'string' },
+    'redis-port': { type: 'string' },
+  } as const;
+}
+
 /** 1 unit per check: every check is admitted during the whole run. */
 const POLICY = { limit: 100_000_000, windowMs: 3_600_000 };
 
