@@ -21,28 +21,18 @@ import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
-import type * as Floodgate from '../src/index.js';
-import { REDIS_CONTENDERS } from './peers/index.js';
+import type { AlgorithmName } from '../src/index.js';
 import { userKeys } from './support/context.js';
+import { drive, loneCheck, loneCheckOptions } from './support/lone-check.js';
 import { startBenchRedis } from './support/redis.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: {
-    algorithm: { type: 'string', default: 'fixed-window' },
-    'in-flight': { type: 'string', default: '1' },
-    keys: { type: 'string', default: '10000' },
-    warmup: { type: 'string', default: '30000' },
-    checks: { type: 'string', default: '5000' },
-    // Internal: the process valgrind runs (see measured()).
-    worker: { type: 'string' },
-    'redis-port': { type: 'string' },
-  },
+  options: { ...loneCheckOptions(5000) },
 });
 
 function positiveInteger(name: keyof typeof values): number {
@@ -57,19 +47,6 @@ const inFlight = positiveInteger('in-flight');
 const warmup = positiveInteger('warmup');
 const checks = positiveInteger('checks');
 const keys = userKeys(positiveInteger('keys'));
-// 1 unit per check: every check is admitted during the whole run.
-const POLICY = { limit: 100_000_000, windowMs: 3_600_000 };
-
-/** Keeps `inFlight` checks outstanding until `count` have completed. */
-async function drive(check: (key: string) => Promise<unknown>, count: number): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (next < count) await check(keys[next++ % keys.length] as string);
-    }),
-  );
-}
-
 /** Reads the next line the other side writes. */
 function lines(stream: NodeJS.ReadableStream, log = () => ''): () => Promise<string> {
   const iterator = createInterface({ input: stream })[Symbol.asyncIterator]();
@@ -82,32 +59,12 @@ function lines(stream: NodeJS.ReadableStream, log = () => ''): () => Promise<str
 
 /** The measured process: warms up, says "ready", counts on "go", says "done", ends on "exit". */
 async function worker(name: string, port: number): Promise<void> {
-  const contender = REDIS_CONTENDERS.find((one) => one.short === name);
-  // A plain client, as the bench gives every contender (see support/redis.ts connect).
-  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, ...contender?.clientOptions });
-  await client.connect();
-  let check: (key: string) => Promise<unknown>;
-  if (contender !== undefined) {
-    check = await contender.create(client, POLICY);
-  } else {
-    const floodgate = (await import(pathToFileURL(resolve(name, 'index.js')).href)) as typeof Floodgate;
-    const limiter = floodgate.createLimiter({
-      prefix: `in${process.pid}`,
-      rules: {
-        name: 'in',
-        algorithm: values.algorithm as Floodgate.AlgorithmName,
-        limit: POLICY.limit,
-        window: POLICY.windowMs,
-      },
-      store: floodgate.redisStore({ client }),
-    });
-    check = (key) => limiter.check(key);
-  }
+  const { check, client } = await loneCheck(name, port, values.algorithm as AlgorithmName);
   const next = lines(process.stdin);
-  await drive(check, warmup);
+  await drive(check, keys, warmup, inFlight);
   process.stdout.write('ready\n');
   await next();
-  await drive(check, checks);
+  await drive(check, keys, checks, inFlight);
   process.stdout.write('done\n');
   await next();
   client.disconnect();

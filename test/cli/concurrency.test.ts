@@ -124,6 +124,8 @@ beforeAll(async () => {
           cost: 3,
           concurrency: { limit: 2, counts: 'requests' },
         },
+        // Watched, not enforced: a request past the slot limit passes and holds no slot.
+        { name: 'watched', path: '/hold-watched', inherit: false, shadow: true, concurrency: { limit: 1 } },
       ],
     }),
   );
@@ -232,6 +234,18 @@ it('a route of cost 3 with concurrency counting requests: each request holds one
   const denied = await get(`${gateway.url}/hold-costly`, who);
   expect(denied.status).toBe(429);
   expect(JSON.parse(denied.body)).toMatchObject({ 'violated-policies': ['costly.concurrency'] });
+  upstream.release();
+  expect((await Promise.all(held)).map((reply) => reply.status)).toEqual([200, 200]);
+}, 60_000);
+
+it('a shadow route with concurrency: a request past its slots passes, holds none, and the gauge counts only those held', async () => {
+  const gateway = gateways[2] as Gateway;
+  const who = '10.0.0.5';
+  const held = Array.from({ length: 2 }, () => get(`${gateway.url}/hold-watched`, who));
+  while ((upstream.inFlight.get(who) ?? 0) < 2) await sleep(10);
+  const metrics = await (await fetch(`${gateway.admin}/metrics`)).text();
+  expect(metrics).toContain('floodgate_concurrency_slots_in_use{rule="watched.concurrency"} 1');
+  expect(metrics).toMatch(/floodgate_shadow_denied_total\{[^}]*rule="watched.concurrency"[^}]*\} 1/);
   upstream.release();
   expect((await Promise.all(held)).map((reply) => reply.status)).toEqual([200, 200]);
 }, 60_000);

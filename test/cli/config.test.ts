@@ -7,6 +7,7 @@ import { parseRate } from '../../src/cli/args.js';
 import { loadConfig } from '../../src/cli/config/load.js';
 import { parseGatewayConfig, sha256Hex } from '../../src/cli/config/schema.js';
 import { describeConfig } from '../../src/cli/serve/describe.js';
+import { createLimiter, memoryStore, type RuleOptions } from '../../src/index.js';
 
 function error(config: unknown): string {
   try {
@@ -77,6 +78,69 @@ describe('gateway config', () => {
     );
     expect(error({ rules: [{ algorithm: 'concurrency', limit: 4, counts: 'request' }] })).toBe(
       "rules[0].counts: \"request\" is not one of 'requests', 'cost'",
+    );
+  });
+
+  it("makes a shadow route's concurrency a shadow rule too, as a shadow plan's", () => {
+    const config = parseGatewayConfig({
+      routes: [{ path: '/trial', inherit: false, limit: '10/1s', concurrency: { limit: 2 }, shadow: true }],
+    });
+    const rules = config.routes[0]?.rules.get('default') as RuleOptions[];
+    expect(rules.map((rule) => [rule.algorithm ?? 'sliding-window', rule.shadow])).toEqual([
+      ['sliding-window', true],
+      ['concurrency', true],
+    ]);
+  });
+
+  it('keeps block and shadow on concurrency rules, where they take effect, and names them in errors', async () => {
+    const config = parseGatewayConfig({
+      routes: [
+        {
+          path: '/watched',
+          inherit: false,
+          rules: ['10/1s', { name: 'watched', algorithm: 'concurrency', limit: 1, shadow: true }],
+        },
+        {
+          path: '/strict',
+          inherit: false,
+          rules: [
+            { name: 'strict', algorithm: 'concurrency', limit: 1, block: { duration: '1m', factor: 2 } },
+          ],
+        },
+      ],
+    });
+    const [watched, strict] = config.routes.map((route) => route.rules.get('default') as RuleOptions[]);
+    expect(watched?.[1]).toEqual({ name: 'watched', algorithm: 'concurrency', limit: 1, shadow: true });
+    expect(strict).toEqual([
+      { name: 'strict', algorithm: 'concurrency', limit: 1, block: { duration: '1m', factor: 2 } },
+    ]);
+
+    // The shadow rule would deny a second request in flight, and lets it through naming itself.
+    const shadowed = createLimiter({ store: memoryStore(), rules: watched as RuleOptions[] });
+    const first = await shadowed.check('k');
+    const second = await shadowed.check('k');
+    expect([first.allowed, second.allowed, second.shadowDenied]).toEqual([true, true, ['watched']]);
+    // The block outlives the slot: once denied, the key stays denied after the holder releases.
+    const blocking = createLimiter({ store: memoryStore(), rules: strict as RuleOptions[] });
+    const held = await blocking.check('k');
+    expect((await blocking.check('k')).blocked).toBe(true);
+    await blocking.release(held);
+    const after = await blocking.check('k');
+    expect([after.allowed, after.blocked]).toEqual([false, true]);
+    await Promise.all([shadowed.close(), blocking.close()]);
+
+    const slot = (more: Record<string, unknown>) => ({
+      routes: [{ path: '/x', rules: ['1/1s', { algorithm: 'concurrency', limit: 2, ...more }] }],
+    });
+    expect(error(slot({ shadow: 'yes' }))).toBe('routes[0].rules[1].shadow: "yes" must be true or false');
+    expect(error(slot({ block: 'soon' }))).toMatch(
+      /^routes\[0\]\.rules\[1\]\.block: "soon" is not a duration; /,
+    );
+    expect(error(slot({ block: { duration: '1m', factor: 0 } }))).toBe(
+      'routes[0].rules[1].block.factor: 0 must be a number from 1 to 1000',
+    );
+    expect(error({ concurrency: { limit: 2, block: '1m' } })).toBe(
+      'concurrency.block: unknown field; expected one of limit, lease, counts',
     );
   });
 

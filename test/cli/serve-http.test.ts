@@ -309,6 +309,8 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
     expect(answer.text).toContain('application/problem+json');
   });
 
+  // The drip takes about 5 s, read for up to 30 s on a loaded machine: within the test's own 45 s,
+  // so a stalled drip fails on what it read, not on the test's timeout (so for the upload below).
   it('restarts --upstream-timeout with each chunk of the response', async () => {
     const answer = await exchange(timed.url, 'GET /drip HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n', {
       waitMs: 30_000,
@@ -317,7 +319,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
     expect(answer.text).toMatch(
       /\r\n\r\n1\r\n0\r\n1\r\n1\r\n1\r\n2\r\n1\r\n3\r\n1\r\n4\r\n1\r\n5\r\n0\r\n\r\n$/,
     );
-  });
+  }, 45_000);
 
   it('does not cut an upstream that is still taking a large body, slowly', async () => {
     const size = 64 * MIB;
@@ -345,7 +347,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
     });
     expect(answer.status).toBe(200);
     expect(answer.text).toContain('read 6');
-  });
+  }, 45_000);
 
   it('regression: answers 408 (problem+json) and closes when a client is silent in its body past --client-timeout', async () => {
     const head = 'POST /stalled HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc';

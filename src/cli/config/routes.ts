@@ -134,7 +134,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       own = shadowed(parseRuleList(fields.rules, `${where}.rules`, name));
     }
     if (fields.concurrency !== undefined) {
-      own = [...own, concurrencyRule(fields.concurrency, `${where}.concurrency`, name)];
+      own = [...own, ...shadowed([concurrencyRule(fields.concurrency, `${where}.concurrency`, name)])];
     }
     const perPlan = new Map<string, RuleOptions[]>();
     const planFields =

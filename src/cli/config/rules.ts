@@ -122,7 +122,7 @@ function parseRule(
 }
 
 /**
- * A concurrency rule: `{ algorithm: concurrency, limit, lease?, counts? }`, or the shorthand `concurrency:
+ * A concurrency rule: `{ algorithm: concurrency, limit, lease?, counts?, block?, shadow? }`, or the shorthand `concurrency:
  * N` / `concurrency: { limit, lease, counts }` of a route, plan or the top level (named `concurrency`,
  * after `namePrefix` when there is one).
  */
@@ -143,6 +143,9 @@ function slotRule(fields: Fields, path: string, namePrefix = ''): RuleOptions {
   if (fields.window !== undefined) fail(`${path}.window`, 'a concurrency rule has no window; give lease');
   if (fields.burst !== undefined) fail(`${path}.burst`, 'a concurrency rule has no burst');
   if (fields.lease !== undefined) rule.lease = fields.lease;
+  // The core applies both to a concurrency rule as to any other (a shadow one holds no slot when it would deny).
+  if (fields.block !== undefined) rule.block = fields.block;
+  if (fields.shadow !== undefined) rule.shadow = fields.shadow;
   // Refused by the core, naming the algorithms that lease.
   if (fields.quotaLease !== undefined) rule.quotaLease = fields.quotaLease;
   countsOf(fields, path, rule);

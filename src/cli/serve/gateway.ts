@@ -212,7 +212,10 @@ function adapterOptionsFor(parts: GatewayParts): FloodgateOptions {
 const responses = new WeakMap<IncomingMessage, ServerResponse>();
 
 function countSlots(metrics: GatewayMetrics, req: IncomingMessage, decision: Decision, tag: RouteTag): void {
-  const rules = decision.rules.filter((view) => view.inFlight !== undefined).map((view) => view.rule);
+  // A shadow rule that would have denied took no slot.
+  const rules = decision.rules
+    .filter((view) => view.inFlight !== undefined && view.allowed)
+    .map((view) => view.rule);
   const res = responses.get(req);
   if (rules.length === 0 || res === undefined) return;
   const slotsOf = (rule: string) => (tag.requestRules.has(rule) ? 1 : tag.cost);
