@@ -174,9 +174,9 @@ export interface Limiter {
   listOverrides(): Promise<OverrideEntry[]>;
   /**
    * Stops the limiter: every later call rejects with a `LimiterClosedError`, and the returned
-   * promise resolves once the calls already under way have settled (each within `timeout`) and
-   * the concurrency slots its checks still hold are released. The store's Redis client is yours:
-   * close it after this.
+   * promise resolves once the calls already under way have settled (each within `timeout`), the
+   * concurrency slots its checks still hold are released, and its quota slices' unused units are
+   * given back (within `timeout`). The store's Redis client is yours: close it after this.
    * @example
    * process.on('SIGTERM', async () => {
    *   await limiter.close();

@@ -85,7 +85,7 @@ export interface Leases {
   giveBack(head: string): void;
   /** Forgets the key's slices without giving them back (a reset deleted their state). */
   forget(head: string): void;
-  /** Gives every slice back and stops the idle timer. */
+  /** Gives every slice back (waiting for the store at most its deadline) and stops the idle timer. */
   close(): Promise<void>;
 }
 
@@ -336,7 +336,8 @@ export function createLeases(
       timer = undefined;
       const at = now();
       for (const entry of holding) giveBackSlice(entry, at);
-      await Promise.all(returning);
+      // Within the deadline: a store that does not answer must not hold up a shutdown.
+      await within(Promise.all(returning));
     },
   };
 }

@@ -468,6 +468,52 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
     expect((await ask(a, 'shared', tenant)).statuses[0]?.limitRemaining).toBe(10);
   });
 
+  it('a call under way across a reload is answered whole by its generation, which closes only after it', async () => {
+    // A store deadline longer than Redis is held up below: the call's checks wait, not fail open.
+    // Its own rate limit config: the test above leaves a broken file in the shared one.
+    const rls = await mkdtemp(join(tmpdir(), 'floodgate-envoy-reload-'));
+    await writeFile(join(rls, 'strict.yaml'), FILES['strict.yaml'] as string);
+    const config = `${rls}.json`;
+    await writeFile(config, JSON.stringify({ store: { timeout: '30s' }, grpc: { port: 0, config: rls } }));
+    const gateway = await startGateway(['--config', config]);
+    const client = new Redis(redis.url);
+    const both = [descriptor(['user', 'across-reload']), descriptor(['org', 'across-reload'])];
+    try {
+      await ask(gateway, 'strict', both);
+      await ask(gateway, 'strict', both);
+      // The user is full: the next call's org check is given back (all_or_nothing) after its checks.
+      await client.client('PAUSE', 30_000, 'WRITE');
+      let pending: Promise<RlsAnswer> | undefined;
+      try {
+        pending = ask(gateway, 'strict', both);
+        const deadline = Date.now() + 20_000;
+        while (!/blocked_clients:[1-9]/.test(await client.info('clients'))) {
+          if (Date.now() > deadline) throw new Error('the call never reached Redis');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        gateway.cli.process.kill('SIGHUP');
+        await gateway.cli.waitForLog((line) => line.event === 'reloaded', 20_000);
+      } finally {
+        await client.client('UNPAUSE');
+      }
+      const over = await pending;
+      expect(over.statuses.map((status) => [status.code, status.limitRemaining])).toEqual([
+        ['OVER_LIMIT', 0],
+        ['OK', 3],
+      ]);
+      expect(
+        (await ask(gateway, 'strict', [descriptor(['org', 'across-reload'])])).statuses[0],
+      ).toMatchObject({
+        limitRemaining: 2,
+      });
+      expect(gateway.cli.logs.filter((line) => line.event === 'rls_error')).toEqual([]);
+    } finally {
+      client.disconnect();
+      await rm(config, { force: true });
+      await rm(rls, { recursive: true, force: true });
+    }
+  }, 90_000);
+
   it('gRPC health: SERVING while Redis answers, NOT_SERVING while it does not (and checks follow onStoreError); unknown services are NOT_FOUND', async () => {
     expect(await a.rls.health('')).toBe('SERVING');
     expect(await a.rls.health('envoy.service.ratelimit.v3.RateLimitService')).toBe('SERVING');

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { withinOneWindow } from '../support/redis-time.js';
 import { type RunningCli, runCli, startCli } from './support/cli.js';
@@ -152,3 +152,121 @@ it('serve --check and inspect show the rule as leased; inspect sees the key full
     remaining: 0,
   });
 }, 60_000);
+
+describe('a gateway gives its slices back when a generation is retired', () => {
+  /** High enough that nothing is denied: the count in Redis is then exactly what was admitted. */
+  const HIGH = 100_000;
+
+  /** A config whose one rule leases; `redis` in the file, so a reload can point elsewhere. */
+  async function leasedConfig(name: string, redisUrl: string): Promise<string> {
+    const file = join(dir, name);
+    await writeFile(
+      file,
+      `trustProxy: loopback
+store: { redis: '${redisUrl}', timeout: 10s }
+onStoreError: closed
+routes:
+  - name: feed
+    path: /hello
+    inherit: false
+    rules: [{ name: feed, algorithm: fixed-window, limit: ${HIGH}, window: 1h, quotaLease: { max: 50 } }]
+`,
+    );
+    return file;
+  }
+
+  async function startGateway(file: string) {
+    const admin = String(await freePort());
+    const cli = startCli(['serve', '--port', '0', '--admin-port', admin, '--config', file]);
+    const listening = await cli.waitForLog((line) => line.event === 'listening', 60_000);
+    return { cli, url: `${listening.url as string}/hello`, admin: listening.admin as string };
+  }
+
+  /** Requests WORKERS at a time until stopped or one fails (the gateway stopped accepting). */
+  function steadyLoad(url: string, ip: string) {
+    let admitted = 0;
+    let stopped = false;
+    const worker = async () => {
+      while (!stopped) {
+        // A refused or reset request was never checked: only answered ones count.
+        const answered = await status(url, ip).catch(() => undefined);
+        if (answered === undefined) return;
+        if (answered === 200) admitted++;
+      }
+    };
+    const done = Promise.all(Array.from({ length: WORKERS }, worker)).then(() => admitted);
+    return {
+      stop: () => {
+        stopped = true;
+        return done;
+      },
+      done,
+    };
+  }
+
+  /** Resolves once the gateway has taken a slice: the key is hot and a slice is held. */
+  async function sliceTaken(admin: string): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    while ((await slicesTaken(admin)) === 0) {
+      if (Date.now() > deadline) throw new Error('no quota slice taken within 30 s');
+      await sleep(50);
+    }
+  }
+
+  /** Units Redis has left for `ip`: inspect peeks, and shows what would be left after one more request. */
+  async function unitsLeft(file: string, ip: string): Promise<number> {
+    const inspect = await runCli(['inspect', '--ip', ip, '--config', file, '--json']);
+    expect(inspect.code).toBe(0);
+    const { rules } = JSON.parse(inspect.stdout) as { rules: { rule: string; remaining: number }[] };
+    return (rules.find((rule) => rule.rule === 'feed')?.remaining ?? Number.NaN) + 1;
+  }
+
+  it('on SIGTERM, after the requests under way: Redis holds exactly what was admitted', async () => {
+    const file = await leasedConfig('stop.yaml', redis.url);
+    await withinOneWindow(client, WINDOW_MS, async (attempt) => {
+      const ip = `198.51.100.${attempt + 1}`;
+      const gateway = await startGateway(file);
+      try {
+        // Stopped under load: its last slice is still held (not idle) when it closes.
+        const load = steadyLoad(gateway.url, ip);
+        await sliceTaken(gateway.admin);
+        gateway.cli.process.kill('SIGTERM');
+        const admitted = await load.done;
+        expect(await gateway.cli.exited).toBe(0);
+        expect(gateway.cli.logs.at(-1)).toMatchObject({ event: 'stopped', drained: true });
+        expect(admitted).toBeGreaterThan(0);
+        expect(await unitsLeft(file, ip)).toBe(HIGH - admitted);
+      } finally {
+        gateway.cli.kill();
+      }
+    });
+  }, 120_000);
+
+  it('on SIGHUP, once the retired generation has drained, before its Redis connection closes', async () => {
+    // The same server under another URL: the reload opens a new connection and closes the old one.
+    const file = await leasedConfig('reload.yaml', redis.url);
+    await withinOneWindow(client, WINDOW_MS, async (attempt) => {
+      const ip = `198.51.100.${attempt + 101}`;
+      const gateway = await startGateway(file);
+      try {
+        const load = steadyLoad(gateway.url, ip);
+        await sliceTaken(gateway.admin);
+        await leasedConfig('reload.yaml', `${redis.url}/0`);
+        gateway.cli.process.kill('SIGHUP');
+        await gateway.cli.waitForLog((line) => line.event === 'reloaded', 60_000);
+        const admitted = await load.stop();
+        expect(admitted).toBeGreaterThan(0);
+        // The new generation's slices go back once the key is idle (100 ms); the old one's at its close.
+        const deadline = Date.now() + 30_000;
+        let left = await unitsLeft(file, ip);
+        while (left !== HIGH - admitted && Date.now() < deadline) {
+          await sleep(200);
+          left = await unitsLeft(file, ip);
+        }
+        expect(left).toBe(HIGH - admitted);
+      } finally {
+        gateway.cli.kill();
+      }
+    });
+  }, 120_000);
+});

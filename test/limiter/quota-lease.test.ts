@@ -253,6 +253,24 @@ describe('quotaLease on Redis', () => {
     await limiter.close();
   });
 
+  it('close() waits for the give-back at most the store deadline (Redis paused)', async () => {
+    const limiter = createLimiter({
+      rules: { algorithm: 'fixed-window', limit: 1000, window: HOUR, quotaLease: { max: 50 } },
+      store: redisStore({ client: new Redis(server.port, '127.0.0.1') }),
+      prefix: `close${prefixes++}`,
+      timeout: '50ms',
+    });
+    await admittedOf(limiter, 'k', 40, 4);
+    // Writes (the give-back's script) wait; this client's UNPAUSE does not.
+    await client.client('PAUSE', 10_000, 'WRITE');
+    try {
+      const closed = await Promise.race([limiter.close().then(() => true), sleep(5000).then(() => false)]);
+      expect(closed).toBe(true);
+    } finally {
+      await client.client('UNPAUSE');
+    }
+  });
+
   it('reset forgets the slices of the key', async () => {
     const rule: RuleOptions = { algorithm: 'fixed-window', limit: 1000, window: HOUR, quotaLease: true };
     const prefix = `reset${prefixes++}`;

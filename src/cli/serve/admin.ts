@@ -41,7 +41,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminListener> 
     };
     if (path === '/json' && req.method === 'POST') {
       try {
-        const answer = await answerJson(req, options.rls());
+        const answer = await answerJson(req, options.rls);
         return send(answer.status, 'application/json', answer.body);
       } catch (error) {
         logger.error('rls_error', { error });

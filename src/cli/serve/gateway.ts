@@ -15,6 +15,7 @@ import { ConfigError } from '../config/check.js';
 import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
 import { demoHandler } from './demo.js';
 import { createRlsService, type RlsService } from './envoy/service.js';
+import { createInFlight, type InFlight } from './in-flight.js';
 import { createLimiterCache, type LimiterCache, type LimiterParts } from './limiters.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -31,8 +32,15 @@ export interface Gateway {
   /** The Envoy rate limit service of this generation, when `grpc` is configured. */
   readonly rls: RlsService | undefined;
   handle(req: IncomingMessage, res: ServerResponse): void;
-  /** Resolves true once no request of this generation is in flight; false after `timeoutMs` if given. */
+  /**
+   * Resolves true once no request and no RLS call of this generation is in flight; false after
+   * `timeoutMs` if given.
+   */
   drain(timeoutMs?: number): Promise<boolean>;
+  /**
+   * Closes the generation once its RLS calls under way have settled, then its limiters (giving
+   * their quota slices and slots back): call it after drain(), before closing the store.
+   */
   close(): Promise<void>;
 }
 
@@ -62,11 +70,37 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     handler: (proxy === undefined ? demoHandler : proxy.handle) as RouteHandler,
   });
   await app.ready();
+  const rlsCalls = createInFlight();
   const rls =
     config.grpc === undefined || config.rls === undefined
       ? undefined
-      : createRlsService({ domains: config.rls, limiters, metrics, headers: config.grpc.headers });
-  return { rls, ...generation(app, metrics, anyCaseSensitive, () => proxy?.close()) };
+      : counted(
+          createRlsService({ domains: config.rls, limiters, metrics, headers: config.grpc.headers }),
+          rlsCalls,
+        );
+  const close = async () => {
+    // An RLS call may still use its limiters after its checks (all_or_nothing refunds); each is
+    // bounded by the store deadline.
+    await rlsCalls.idle();
+    proxy?.close();
+    await app.close();
+    await limiters.close();
+  };
+  return { rls, ...generation(app, metrics, anyCaseSensitive, rlsCalls, close) };
+}
+
+/** The service, each call counted in flight from its first turn until it settles. */
+function counted(service: RlsService, calls: InFlight): RlsService {
+  return {
+    async shouldRateLimit(input) {
+      calls.enter();
+      try {
+        return await service.shouldRateLimit(input);
+      } finally {
+        calls.leave();
+      }
+    },
+  };
 }
 
 /** A Fastify app that never listens and never parses bodies (they are streamed to the upstream). */
@@ -243,42 +277,34 @@ function generation(
   app: FastifyInstance,
   metrics: GatewayMetrics,
   anyCaseSensitive: boolean,
-  closeProxy: () => void,
+  rlsCalls: InFlight,
+  closeAll: () => Promise<void>,
 ): Omit<Gateway, 'rls'> {
-  let inFlight = 0;
-  let waiters: (() => void)[] = [];
+  const requests = createInFlight();
+  let closing: Promise<void> | undefined;
   return {
     handle(req, res) {
       if (!prepareRouting(app, req, res, anyCaseSensitive)) {
         metrics.requests.inc({ route: 'malformed', status: '400' });
         return;
       }
-      inFlight++;
+      requests.enter();
       metrics.inFlight.add(1);
       responses.set(req, res);
       res.once('close', () => {
-        inFlight--;
+        requests.leave();
         metrics.inFlight.add(-1);
-        if (inFlight === 0) {
-          for (const wake of waiters) wake();
-          waiters = [];
-        }
       });
       app.routing(req, res);
     },
-    drain(timeoutMs) {
-      if (inFlight === 0) return Promise.resolve(true);
-      return new Promise((resolve) => {
-        const timer = timeoutMs === undefined ? undefined : setTimeout(() => resolve(false), timeoutMs);
-        waiters.push(() => {
-          clearTimeout(timer);
-          resolve(true);
-        });
-      });
+    async drain(timeoutMs) {
+      const idle = await Promise.all([requests.idle(timeoutMs), rlsCalls.idle(timeoutMs)]);
+      return idle.every(Boolean);
     },
-    async close() {
-      closeProxy();
-      await app.close();
+    close() {
+      // Shutdown may close a generation that a reload is retiring.
+      closing ??= closeAll();
+      return closing;
     },
   };
 }

@@ -61,6 +61,13 @@ export function createLimiterCache(parts: LimiterParts) {
     forRules(rules: readonly RuleOptions[]): Limiter {
       return cached(JSON.stringify({ rules }), () => ({ rules }));
     },
+    /**
+     * Closes every limiter once the calls under way on it have settled: their quota slices' unused
+     * units and the concurrency slots they hold go back to the store, which must still be open.
+     */
+    async close(): Promise<void> {
+      await Promise.all([...cache.values()].map((limiter) => limiter.close()));
+    },
   };
 }
 

@@ -59,8 +59,9 @@ function warnListenChanges(config: GatewayConfig, next: GatewayConfig, logger: L
 }
 
 /**
- * A replaced generation finishes its requests in the background (no deadline: it may be
- * streaming), then closes; so does a replaced store once its last generation is gone.
+ * A replaced generation finishes its requests and RLS calls in the background (no deadline: it
+ * may be streaming; nothing new reaches it), then closes with its limiters, whose quota slices go
+ * back; then a replaced store closes, once its last generation is gone.
  */
 function retire(running: Running, previous: Gateway, previousStore: StoreHandle | undefined): void {
   running.retiring.add(previous);

@@ -1,6 +1,7 @@
 /**
  * Signals: SIGHUP reloads (reload.ts); SIGTERM/SIGINT stop accepting, let in-flight requests and
- * gRPC calls finish (up to the shutdown timeout), close everything, and resolve the exit code.
+ * gRPC calls finish (up to the shutdown timeout), close the limiters (their quota slices go back),
+ * then everything else, and resolve the exit code.
  */
 import { formatDuration } from '../../internal.js';
 import { EXIT_FAILURE, EXIT_OK } from '../args.js';
@@ -35,8 +36,10 @@ async function shutdown(running: Running, signal: string, reloading: Promise<voi
   server.closeAllConnections();
   try {
     await grpcClosed;
-    await Promise.all(generations.map((generation) => generation.close()));
+    // No RLS call (gRPC, POST /json) can start now: the generations' limiters close, giving their
+    // quota slices and slots back while the store is still open.
     await running.admin?.close();
+    await Promise.all(generations.map((generation) => generation.close()));
     await running.store.close();
   } catch (error) {
     logger.error('shutdown_error', { error });

@@ -11,7 +11,7 @@ import { RuntimeFailure } from '../../args.js';
 import { packageRoot } from '../../package-files.js';
 import type { Logger } from '../log.js';
 import { InvalidRequest } from './request.js';
-import type { RlsService } from './service.js';
+import type { RlsResponse, RlsService } from './service.js';
 
 export interface GrpcOptions {
   host: string;
@@ -100,19 +100,18 @@ function shouldRateLimit(grpc: typeof Grpc, options: GrpcOptions): Grpc.handleUn
       });
       return;
     }
-    Promise.resolve()
-      .then(() => service.shouldRateLimit(call.request))
-      .then(
-        (response) => callback(null, response),
-        (error: unknown) => {
-          if (error instanceof InvalidRequest) {
-            callback({ code: grpc.status.INVALID_ARGUMENT, details: error.message });
-            return;
-          }
-          options.logger.error('rls_error', { error });
-          callback({ code: grpc.status.INTERNAL, details: 'internal error' });
-        },
-      );
+    // Called in this turn, so the generation counts the call before a reload can retire it.
+    new Promise<RlsResponse>((resolve) => resolve(service.shouldRateLimit(call.request))).then(
+      (response) => callback(null, response),
+      (error: unknown) => {
+        if (error instanceof InvalidRequest) {
+          callback({ code: grpc.status.INVALID_ARGUMENT, details: error.message });
+          return;
+        }
+        options.logger.error('rls_error', { error });
+        callback({ code: grpc.status.INTERNAL, details: 'internal error' });
+      },
+    );
   };
 }
 

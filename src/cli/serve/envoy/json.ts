@@ -15,16 +15,23 @@ export interface JsonAnswer {
   body: string;
 }
 
-export async function answerJson(req: IncomingMessage, service: RlsService | undefined): Promise<JsonAnswer> {
-  if (service === undefined) return problem(404, 'the Envoy rate limit service is off (see --grpc-config)');
+/** `service` is asked for the current generation's once the body is in, so a reload meanwhile is followed. */
+export async function answerJson(
+  req: IncomingMessage,
+  service: () => RlsService | undefined,
+): Promise<JsonAnswer> {
+  const off = () => problem(404, 'the Envoy rate limit service is off (see --grpc-config)');
+  if (service() === undefined) return off();
   let input: unknown;
   try {
     input = JSON.parse(await readBody(req));
   } catch (error) {
     return problem(400, error instanceof InvalidRequest ? error.message : 'the body is not JSON');
   }
+  const current = service();
+  if (current === undefined) return off();
   try {
-    const response = await service.shouldRateLimit(input);
+    const response = await current.shouldRateLimit(input);
     return {
       status: response.overallCode === 'OVER_LIMIT' ? 429 : 200,
       body: JSON.stringify(toJson(response)),
