@@ -185,10 +185,17 @@ export function trackUntilClosed<Req, Res>(
       addTrailers.call(raw, headers);
     };
   }
-  raw.once('close', () => {
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
     if (!raw.writableFinished) return done(undefined);
     done({ res, status: raw.statusCode, field: (name) => trailer ?? headers.get(name) });
-  });
+  };
+  raw.once('close', end);
+  // A client that left while its check waited on the store: its response closed before anyone
+  // listened, and will not say so again (its slots would be held, and renewed, for good).
+  if (raw.closed) end();
 }
 
 /** The default denial body, serialised (see problem.ts). */

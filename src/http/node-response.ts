@@ -12,6 +12,8 @@ type FieldValue = number | string | readonly string[];
 export interface NodeResponse {
   readonly statusCode: number;
   readonly writableFinished: boolean;
+  /** True once the response has emitted 'close' (a finished, cut or failed response alike). */
+  readonly closed: boolean;
   readonly headersSent: boolean;
   addTrailers(headers: Record<string, string> | readonly [string, string][]): void;
   once(event: 'close', listener: () => void): unknown;

@@ -5,7 +5,7 @@
  * adapter (Express, Fastify, node:http, Fetch, Koa, Hono, Nest) with a handler of its own kind.
  */
 import 'reflect-metadata';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAdaptorServer } from '@hono/node-server';
@@ -13,8 +13,9 @@ import { Controller, Get, Module, Res } from '@nestjs/common';
 import express, { type Response as ExpressResponse } from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
+import { Redis } from 'ioredis';
 import Koa from 'koa';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/express.js';
 import { floodgate } from '../../src/http/fastify.js';
 import { createFetchGuard } from '../../src/http/fetch.js';
@@ -22,7 +23,8 @@ import { rateLimit as honoRateLimit } from '../../src/http/hono.js';
 import { rateLimit as koaRateLimit } from '../../src/http/koa.js';
 import { FloodgateGuard } from '../../src/http/nestjs.js';
 import { createHttpGuard } from '../../src/http/node.js';
-import { createLimiter, type Limiter } from '../../src/index.js';
+import { createLimiter, type Limiter, redisStore } from '../../src/index.js';
+import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { type App, listen } from './support/apps.js';
 import { startNestApp } from './support/nest.js';
 import { hostFetchGuard, startStream, statusOf } from './support/streaming.js';
@@ -189,6 +191,18 @@ async function freeSlotsBecome(limiter: Limiter, expected: number): Promise<numb
   return free;
 }
 
+// For checks that wait on a store: a real Redis, paused while a client leaves.
+let redis: RedisServer;
+let redisClient: Redis;
+beforeAll(async () => {
+  redis = await startRedisServer();
+  redisClient = new Redis(redis.port, '127.0.0.1');
+});
+afterAll(async () => {
+  redisClient?.disconnect();
+  await redis?.stop();
+});
+
 let app: App | undefined;
 afterEach(async () => {
   for (const end of endStreams) end();
@@ -218,6 +232,29 @@ describe.each(Object.entries(ADAPTERS))('%s', (_name, start) => {
     stream.abort();
     expect(await freeSlotsBecome(limiter, 1)).toBe(1);
     expect(await statusOf(app, '/quick')).toBe(200);
+  });
+
+  it('a client that leaves while its check waits on the store frees the slot the check took', async () => {
+    const limiter = createLimiter({
+      prefix: `left-${_name}`,
+      rules: { name: 'inflight', algorithm: 'concurrency', limit: 1, lease: 60_000 },
+      store: redisStore({ client: redisClient }),
+      timeout: '10s',
+    });
+    try {
+      app = await start(limiter);
+      // Writes wait until the pause ends: the check is answered (allowed) after its client left.
+      await redisClient.call('CLIENT', 'PAUSE', '600', 'WRITE');
+      const left = httpRequest(`${app.url}/quick`, { agent: false });
+      left.on('error', () => undefined);
+      left.end();
+      await sleep(200);
+      left.destroy();
+      expect(await freeSlotsBecome(limiter, 1)).toBe(1);
+      expect(await statusOf(app, '/quick')).toBe(200);
+    } finally {
+      await limiter.close();
+    }
   });
 
   it('a failed handler gives its slot back', async () => {

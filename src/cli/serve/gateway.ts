@@ -217,7 +217,8 @@ function countSlots(metrics: GatewayMetrics, req: IncomingMessage, decision: Dec
     .filter((view) => view.inFlight !== undefined && view.allowed)
     .map((view) => view.rule);
   const res = responses.get(req);
-  if (rules.length === 0 || res === undefined) return;
+  // A response already closed (its client left during the check) holds no slot by now.
+  if (rules.length === 0 || res === undefined || res.closed) return;
   const slotsOf = (rule: string) => (tag.requestRules.has(rule) ? 1 : tag.cost);
   for (const rule of rules) metrics.slots.add(slotsOf(rule), { rule });
   res.once('close', () => {
