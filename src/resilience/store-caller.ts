@@ -200,8 +200,8 @@ export function createStoreCaller(
   }
 
   /**
-   * One check's store call on a store with a callback path (Store.evaluateWith): the call is its
-   * own deadline entry and its own receiver, so a check allocates one object and one promise here
+   * One check's store call: its own deadline entry and its own receiver (of Store.evaluateWith, or
+   * of the promise evaluate returns), so a check allocates one object and one promise here
    * instead of a promise and two callbacks per layer.
    */
   class StoreCall implements Tracked, EvaluateReceiver {
@@ -252,31 +252,24 @@ export function createStoreCaller(
           fallback(failure.reason, head, rules, cost, consume),
         );
       }
-      if (evaluateWith !== undefined) {
-        return new Promise((resolve, reject) => {
-          const call = new StoreCall(head, rules, cost, consume, breaker, resolve, reject);
-          deadlines.track(call);
-          try {
+      return new Promise((resolve, reject) => {
+        const call = new StoreCall(head, rules, cost, consume, breaker, resolve, reject);
+        deadlines.track(call);
+        try {
+          if (evaluateWith !== undefined) {
             evaluateWith(head, rules, cost, consume, overrideSeen, call);
-          } catch (error) {
-            call.failed(error);
+            return;
           }
-        });
-      }
-      let answer: EvaluateReply | Promise<EvaluateReply>;
-      try {
-        answer = store.evaluate(head, rules, cost, consume, overrideSeen);
-      } catch (error) {
-        answer = Promise.reject(error);
-      }
-      return deadlines.within(answer instanceof Promise ? answer : Promise.resolve(answer)).then(
-        (outcome): StoreCallResult | Promise<StoreCallResult> => {
-          if (outcome === TIMED_OUT) return fallback(timedOut(breaker).reason, head, rules, cost, consume);
-          answered(breaker);
-          return { reply: outcome, degraded: false };
-        },
-        (error: unknown) => fallback(rejected(breaker, error).reason, head, rules, cost, consume),
-      );
+          const answer = store.evaluate(head, rules, cost, consume, overrideSeen);
+          if (!(answer instanceof Promise)) return call.answered(answer);
+          answer.then(
+            (reply) => call.answered(reply),
+            (error: unknown) => call.failed(error),
+          );
+        } catch (error) {
+          call.failed(error);
+        }
+      });
     },
     async settle(where, head, rules, reserved, actual, tokens, refund) {
       const settled = await whereReserved(where, head, (target) =>
