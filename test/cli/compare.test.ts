@@ -196,9 +196,35 @@ describe('floodgate compare', { timeout: 60_000 }, () => {
     const [without, withLease] = report.runs.map((run) => run.samples.at(-1)?.callsPerDecision ?? 1);
     expect(withLease).toBeLessThan(without as number);
     expect(await rawCommand(redis.port, 'DBSIZE')).toBe(':0');
-    expect((await runCli(['compare', '--lease', '--limit', '10'])).stderr).toContain(
-      '--lease: needs --redis URL: slices are taken from a shared Redis',
+    expect((await runCli(['compare', '--processes', '3'])).stderr).toContain(
+      '--processes: only with --lease',
     );
+  });
+
+  // The default lab: 3 windows of 1 s, without and then with leasing, on the in-process stand-in
+  // for a shared store: about 6 s of real time, and a process start.
+  it('--lease by default: takes seconds without Redis, shows progress, prints its report', {
+    timeout: 30_000,
+  }, async () => {
+    const result = await runCli(['compare', '--lease', '--progress']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('without quotaLease done\nwith quotaLease done\n');
+    const lines = result.stdout.split('\n');
+    expect(lines.slice(0, 2)).toEqual([
+      'floodgate compare --lease: 4 processes at uneven rates (1 : 2 : … : 4) sending 1.5 × the limit, one fixed-window key, limit 1000 per 1000 ms',
+      'store: memory (in-process stand-in for a shared store)',
+    ]);
+    const runs = ['without quotaLease:', 'with quotaLease:'].map((title) => {
+      const start = lines.indexOf(title) + 2;
+      return lines.slice(start, start + 30).map((line) => line.trim().split(/\s+/).map(Number));
+    });
+    for (const samples of runs) {
+      // Every tenth of a window for 3 windows: ms, decisions, calls/decision, admitted, stranded.
+      expect(samples.map((sample) => sample.length)).toEqual(Array(30).fill(5));
+      for (const [, , , admitted] of samples) expect(admitted).toBeLessThanOrEqual(1000);
+    }
+    const [without, withLease] = runs.map((samples) => samples.at(-1)?.[2] ?? 1);
+    expect(withLease).toBeLessThan(without as number);
   });
 
   it('measures Redis memory per key and one script call per decision on a real Redis, and cleans up', async () => {

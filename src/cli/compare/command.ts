@@ -16,7 +16,7 @@ import {
 import { createProgress } from '../progress.js';
 import { connectRedis, redisTargetFrom } from '../redis.js';
 import { renderHtml, renderSvg } from './chart.js';
-import { leaseText, runLeaseComparison } from './lease.js';
+import { type LeaseBackend, leaseText, memoryBackend, redisBackend, runLeaseComparison } from './lease.js';
 import { buildReport, reportJson, reportText } from './report.js';
 import { type CompareSettings, runComparison } from './run.js';
 import { SCENARIO_NAMES, type ScenarioName } from './scenarios.js';
@@ -39,9 +39,10 @@ Options:
   --redis URL         also replay every run on this Redis to measure MEMORY USAGE per key and the
                       commands per decision (writes under a unique prefix, deletes it afterwards)
   --lease             instead: N processes (--processes, default 4) at uneven rates share one
-                      fixed-window key on --redis (required), without and then with quotaLease,
-                      for 3 windows in real time; prints Redis calls per decision and the quota
-                      stranded in slices every tenth of a window
+                      fixed-window key, without and then with quotaLease, for 3 windows in real
+                      time (default --limit 1000/1s: about 6 s; --window 1m runs 6 minutes), on
+                      --redis or else on an in-process stand-in for a shared store; prints store
+                      calls per decision and the quota stranded in slices every tenth of a window
   --processes N       processes of --lease (default 4)
   --json              print the results as JSON on stdout
   --chart FILE        write admitted vs rejected over time per algorithm to FILE (.svg or .html)
@@ -69,6 +70,12 @@ const OPTIONS = {
 
 /** Largest limit compare accepts: its scenarios send up to 30 × the limit per client. */
 const MAX_COMPARE_LIMIT = 10_000;
+/**
+ * `--lease`'s defaults: a window short enough that a run (3 windows, twice) takes seconds, and a
+ * limit high enough that every process's key gets hot and takes slices.
+ */
+const LEASE_LIMIT = 1000;
+const LEASE_WINDOW_MS = 1000;
 
 export function parseCompareSettings(argv: readonly string[]): {
   help: boolean;
@@ -82,8 +89,9 @@ export function parseCompareSettings(argv: readonly string[]): {
   const parsed = parseCommandArgs('compare', argv, OPTIONS, 0);
   const limitText = stringOption(parsed, 'limit');
   const windowText = stringOption(parsed, 'window');
-  let limit = 100;
-  let windowMs = 60_000;
+  const lease = parsed.values.lease === true;
+  let limit = lease ? LEASE_LIMIT : 100;
+  let windowMs = lease ? LEASE_WINDOW_MS : 60_000;
   if (limitText?.includes('/')) {
     if (windowText !== undefined)
       throw new UsageError('--limit N/WINDOW already sets the window; drop --window');
@@ -124,11 +132,7 @@ export function parseCompareSettings(argv: readonly string[]): {
   }
   const redis = stringOption(parsed, 'redis');
   if (redis !== undefined) redisTargetFrom(redis, undefined, {});
-  const lease = parsed.values.lease === true;
   const processesText = stringOption(parsed, 'processes');
-  if (lease && redis === undefined) {
-    throw new UsageError('--lease: needs --redis URL: slices are taken from a shared Redis');
-  }
   if (!lease && processesText !== undefined) throw new UsageError('--processes: only with --lease');
   return {
     help: parsed.values.help === true,
@@ -171,24 +175,32 @@ function listOption(value: string, flag: string, allowed: readonly string[]): st
 }
 
 async function compareLeases(options: ReturnType<typeof parseCompareSettings>): Promise<number> {
-  const connection = await connectRedis({ url: options.redis as string }, { persistent: false });
   const settings = {
     limit: options.settings.limit,
     windowMs: options.settings.windowMs,
     processes: (options.lease as { processes: number }).processes,
     windows: 3,
   };
+  const progress = createProgress(process.stderr, options.progress);
+  const connection =
+    options.redis === undefined
+      ? undefined
+      : await connectRedis({ url: options.redis }, { persistent: false });
+  const backend: LeaseBackend =
+    connection === undefined
+      ? memoryBackend()
+      : redisBackend(`Redis (${connection.label})`, connection.client, connection.masters()[0] as Redis);
   try {
-    const runs = await runLeaseComparison(settings, connection.client, connection.masters()[0] as Redis);
+    const runs = await runLeaseComparison(settings, backend, progress);
     process.stdout.write(
-      options.json ? `${JSON.stringify({ ...settings, runs })}\n` : leaseText(settings, runs),
+      options.json
+        ? `${JSON.stringify({ ...settings, store: backend.label, runs })}\n`
+        : leaseText(settings, backend.label, runs),
     );
   } catch (error) {
-    throw new RuntimeFailure(
-      `compare --lease on Redis (${connection.label}) failed: ${(error as Error).message}`,
-    );
+    throw new RuntimeFailure(`compare --lease on ${backend.label} failed: ${(error as Error).message}`);
   } finally {
-    await connection.close();
+    await connection?.close();
   }
   return 0;
 }

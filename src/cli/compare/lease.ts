@@ -1,13 +1,16 @@
 /**
  * `floodgate compare --lease`: N simulated processes (each its own limiter, so its own slices) at
- * uneven rates share one fixed-window key on a real Redis, in real time, first without and then
- * with `quotaLease`. Every tenth of a window it samples the Redis script calls per decision so
- * far and the quota stranded in slices: what the store counts as used in the current window
- * minus what the processes admitted in it.
+ * uneven rates share one fixed-window key, in real time, first without and then with
+ * `quotaLease`: on a real Redis, or on the lab's stand-in for a shared store (lab-store.ts). Every
+ * tenth of a window it samples the store calls per decision so far and the quota stranded in
+ * slices: what the store counts as used in the current window minus what the processes admitted
+ * in it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis } from 'ioredis';
-import { createLimiter, type Limiter, redisStore } from '../../index.js';
+import { createLimiter, type Limiter, redisStore, type Store } from '../../index.js';
+import type { Progress } from '../progress.js';
+import { createLabStore } from './lab-store.js';
 
 export interface LeaseSettings {
   limit: number;
@@ -28,6 +31,18 @@ export interface LeaseSample {
   stranded: number;
 }
 
+/** Where the processes share their key. */
+export interface LeaseBackend {
+  /** For the report, e.g. the Redis URL. */
+  readonly label: string;
+  /** A store for one more process's limiter. */
+  store(): Store;
+  /** The store an observer peeks at (its peeks are not counted where that can be avoided). */
+  readonly observed: Store;
+  /** Store calls (Redis script calls) so far. */
+  calls(): Promise<number>;
+}
+
 export interface LeaseRun {
   quotaLease: boolean;
   samples: LeaseSample[];
@@ -36,6 +51,27 @@ export interface LeaseRun {
 /** Demand: 1.5 × the limit per window, process i sending (i + 1) shares of it. */
 const DEMAND = 1.5;
 const SAMPLES_PER_WINDOW = 10;
+
+/** The processes on a real Redis: calls are the server's script calls (INFO commandstats). */
+export function redisBackend(label: string, client: Redis | Cluster, server: Redis): LeaseBackend {
+  return {
+    label,
+    store: () => redisStore({ client }),
+    observed: redisStore({ client }),
+    calls: () => scriptCalls(server),
+  };
+}
+
+/** The processes on one shared memory store, behind the lab's stand-in that can lease. */
+export function memoryBackend(): LeaseBackend {
+  const lab = createLabStore();
+  return {
+    label: 'memory (in-process stand-in for a shared store)',
+    store: () => lab.store,
+    observed: lab.memory,
+    calls: async () => lab.calls(),
+  };
+}
 
 async function scriptCalls(server: Redis): Promise<number> {
   const stats = await server.info('commandstats');
@@ -47,9 +83,9 @@ async function scriptCalls(server: Redis): Promise<number> {
 
 async function oneRun(
   settings: LeaseSettings,
-  client: Redis | Cluster,
-  server: Redis,
+  backend: LeaseBackend,
   quotaLease: boolean,
+  progress: Progress,
 ): Promise<LeaseRun> {
   const { limit, windowMs, processes } = settings;
   const prefix = `floodgate-compare-lease-${process.pid}-${Date.now()}`;
@@ -57,18 +93,19 @@ async function oneRun(
   const limiters: Limiter[] = Array.from({ length: processes }, () =>
     createLimiter({
       rules: quotaLease ? { ...rule, quotaLease: true } : rule,
-      store: redisStore({ client }),
+      store: backend.store(),
       prefix,
       timeout: '1s',
     }),
   );
-  const observer = createLimiter({ rules: rule, store: redisStore({ client }), prefix });
+  const observer = createLimiter({ rules: rule, store: backend.observed, prefix });
   const shares = (processes * (processes + 1)) / 2;
+  const label = quotaLease ? 'with quotaLease' : 'without quotaLease';
   const started = performance.now();
   const stopAt = started + settings.windows * windowMs;
   let decisions = 0;
   const admittedIn = new Map<number, number>();
-  const callsBefore = await scriptCalls(server);
+  const callsBefore = await backend.calls();
   const senders = limiters.map(async (limiter, i) => {
     const perMs = (DEMAND * limit * (i + 1)) / shares / windowMs;
     let sent = 0;
@@ -94,12 +131,13 @@ async function oneRun(
   const samples: LeaseSample[] = [];
   const sampling = (async () => {
     // Every tenth of a window, each taken even when a loaded machine runs it late.
-    for (let n = 1; n <= settings.windows * SAMPLES_PER_WINDOW; n++) {
+    const total = settings.windows * SAMPLES_PER_WINDOW;
+    for (let n = 1; n <= total; n++) {
       await sleep(Math.max(0, started + (n * windowMs) / SAMPLES_PER_WINDOW - performance.now()));
       const peek = await observer.peek('key');
       const used = limit - (peek.allowed ? peek.remaining + 1 : 0);
       const admitted = admittedIn.get(Math.floor(Date.now() / windowMs)) ?? 0;
-      const calls = (await scriptCalls(server)) - callsBefore;
+      const calls = (await backend.calls()) - callsBefore;
       samples.push({
         atMs: Math.round(performance.now() - started),
         decisions,
@@ -107,7 +145,9 @@ async function oneRun(
         admitted,
         stranded: Math.max(0, used - admitted),
       });
+      progress.update(label, n, total);
     }
+    progress.step(label);
   })();
   await Promise.all([...senders, sampling]);
   await Promise.all(limiters.map((limiter) => limiter.close()));
@@ -118,19 +158,27 @@ async function oneRun(
 /** Runs the comparison: without leasing, then with it. */
 export async function runLeaseComparison(
   settings: LeaseSettings,
-  client: Redis | Cluster,
-  server: Redis,
+  backend: LeaseBackend,
+  progress: Progress,
 ): Promise<LeaseRun[]> {
-  return [await oneRun(settings, client, server, false), await oneRun(settings, client, server, true)];
+  try {
+    return [
+      await oneRun(settings, backend, false, progress),
+      await oneRun(settings, backend, true, progress),
+    ];
+  } finally {
+    progress.end();
+  }
 }
 
-export function leaseText(settings: LeaseSettings, runs: readonly LeaseRun[]): string {
+export function leaseText(settings: LeaseSettings, store: string, runs: readonly LeaseRun[]): string {
   const lines = [
     `floodgate compare --lease: ${settings.processes} processes at uneven rates (1 : 2 : … : ${settings.processes}) sending ${DEMAND} × the limit, one fixed-window key, limit ${settings.limit} per ${settings.windowMs} ms`,
+    `store: ${store}`,
   ];
   for (const run of runs) {
     lines.push('', run.quotaLease ? 'with quotaLease:' : 'without quotaLease:');
-    lines.push('    ms  decisions  Redis calls/decision  admitted in window  stranded (held in slices)');
+    lines.push('    ms  decisions  store calls/decision  admitted in window  stranded (held in slices)');
     for (const sample of run.samples) {
       lines.push(
         `${String(sample.atMs).padStart(6)}  ${String(sample.decisions).padStart(9)}  ${sample.callsPerDecision.toFixed(4).padStart(20)}  ${String(sample.admitted).padStart(18)}  ${String(sample.stranded).padStart(8)}`,
