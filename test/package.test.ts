@@ -1,17 +1,19 @@
 /**
  * The package as users get it: pack the tarball (its `prepack` builds it), install it into a fresh
  * project, then import it from ESM and require it from CommonJS, run a check in each, type-check a
- * TypeScript consumer under both module conditions, and type-check and run every code snippet of
- * README.md and docs/ against it. The only slow file of the suite.
+ * TypeScript consumer under both module conditions, follow every relative link of the packed
+ * Markdown inside the package, and type-check and run every code snippet of README.md and docs/
+ * against it. The only slow file of the suite.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { brokenLinks } from './docs/links.js';
 import { checkSnippets, documentationSnippets } from './docs/snippets.js';
 import { startRedisServer } from './support/redis-server.js';
 
@@ -73,7 +75,7 @@ async function node(file: string, source: string): Promise<string> {
 }
 
 describe('the packed tarball', () => {
-  it('holds the built files and the .proto files only, and the package has no runtime dependencies', async () => {
+  it('holds the built files, the .proto files and the documentation only, and the package has no runtime dependencies', async () => {
     for (const file of [
       'dist/esm/index.js',
       'dist/esm/index.d.ts',
@@ -92,16 +94,46 @@ describe('the packed tarball', () => {
       'proto/grpc/health/v1/health.proto',
     ])
       expect(packedFiles).toContain(file);
+    // Every page of docs/, which the README's documentation map links, and nothing else of it.
+    const pages = readdirSync(join(ROOT, 'docs'))
+      .filter((file) => file.endsWith('.md'))
+      .map((file) => `docs/${file}`);
+    expect(packedFiles.filter((file) => file.startsWith('docs/')).sort()).toEqual(pages.sort());
     expect(
       packedFiles.filter(
-        (file) => !file.startsWith('dist/') && !file.startsWith('proto/') && file !== 'package.json',
+        (file) =>
+          !file.startsWith('dist/') &&
+          !file.startsWith('proto/') &&
+          !file.startsWith('docs/') &&
+          file !== 'package.json',
       ),
-    ).toEqual(packedFiles.filter((file) => ['README.md', 'LICENSE'].includes(file)));
+    ).toEqual(packedFiles.filter((file) => ['README.md', 'BENCHMARKS.md', 'LICENSE'].includes(file)));
     expect(
       packedFiles.filter((file) => file.startsWith('proto/')).every((file) => file.endsWith('.proto')),
     ).toBe(true);
     const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8'));
     expect(manifest.dependencies ?? {}).toEqual({});
+  });
+
+  it('every relative link of its README and docs pages reaches a file and heading inside it', () => {
+    const packed = new Set(packedFiles);
+    const read = (path: string) => readFileSync(join(installed, path), 'utf8');
+    const exists = (path: string) => packed.has(path);
+    const pages = packedFiles.filter((file) => file.endsWith('.md'));
+    expect(pages).toContain('README.md');
+    const broken = pages.flatMap((page) =>
+      brokenLinks(page, read(page), { exists, read }).map((link) => `${page}: ${link}`),
+    );
+    expect(broken).toEqual([]);
+  });
+
+  it('names its repository, home page and issue tracker, so the registry resolves what it shows', async () => {
+    const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8'));
+    expect(manifest).toMatchObject({
+      repository: { type: 'git', url: 'git+https://github.com/floodgate-rl/floodgate.git' },
+      homepage: 'https://github.com/floodgate-rl/floodgate#readme',
+      bugs: { url: 'https://github.com/floodgate-rl/floodgate/issues' },
+    });
   });
 
   it('every export target that has a source exists, types first, for import and require', async () => {

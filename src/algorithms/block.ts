@@ -51,7 +51,7 @@ export function applyBlock(
     const left = state.end - now;
     const retry = retryAfterMs === NEVER ? NEVER : Math.max(retryAfterMs, left);
     return {
-      evaluation: new Evaluation(false, 0, Math.max(resetMs, left), retry, resetAfterMs, token),
+      evaluation: new Evaluation(false, 0, Math.max(resetMs, left), retry, resetAfterMs, token, true),
       next: undefined,
     };
   }
@@ -76,8 +76,9 @@ export function applyBlock(
 /**
  * The Lua twin: `applyBlock(kb, rule, mode, allowed, remaining, reset, retry)` with the block's
  * string key at KEYS[kb] and `rule` = { code, limit, windowMs, capacity, shadow, durationMs,
- * factor, maxMs, forgetMs }; returns allowed, remaining, reset, retry. The preamble's `get`,
- * `put`, `fmt` and `now` are in scope.
+ * factor, maxMs, forgetMs }; returns allowed, remaining, reset, retry, and true when the block
+ * holds the key (the denial is the block's). The preamble's `get`, `put`, `fmt` and `now` are in
+ * scope.
  */
 export const BLOCK_LUA = `
 local function applyBlock(kb, rule, mode, allowed, remaining, reset, retry)
@@ -89,7 +90,7 @@ local function applyBlock(kb, rule, mode, allowed, remaining, reset, retry)
   -- Blocked: denied until the block's end, whatever the window says.
   if ends and now < ends then
     local left = ends - now
-    return false, 0, max(reset, left), retry == NEVER and NEVER or max(retry, left)
+    return false, 0, max(reset, left), retry == NEVER and NEVER or max(retry, left), true
   end
   if allowed or retry == NEVER or mode ~= 'c' then return allowed, remaining, reset, retry end
   -- A new block: longer than the last one while that one is remembered.

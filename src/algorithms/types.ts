@@ -47,6 +47,8 @@ export class Evaluation {
    * algorithms, the entry's time for sliding-log, 0 for the buckets (whose state has no parts).
    */
   declare readonly token: number;
+  /** Denied because the rule's block holds the key (see block.ts); false for every other outcome. */
+  declare readonly blocked: boolean;
 
   constructor(
     allowed: boolean,
@@ -55,6 +57,7 @@ export class Evaluation {
     retryAfterMs: number,
     resetAfterMs: number,
     token: number,
+    blocked = false,
   ) {
     this.allowed = allowed;
     this.remaining = remaining;
@@ -62,6 +65,7 @@ export class Evaluation {
     this.retryAfterMs = retryAfterMs;
     this.resetAfterMs = resetAfterMs;
     this.token = token;
+    this.blocked = blocked;
   }
 }
 

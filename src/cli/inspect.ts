@@ -3,13 +3,14 @@
  * without consuming anything, and its Redis keys with their TTLs.
  */
 import type { OverrideSpec } from '../index.js';
-import { BLOCK_SUFFIX, decodeOverride, formatDuration, keyHead, overrideKey } from '../internal.js';
+import { BLOCK_SUFFIX, decodeOverride, keyHead, overrideKey } from '../internal.js';
 import { EXIT_OK, RuntimeFailure } from './args.js';
 import { STORE_FLAGS_HELP } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';
 import { knownRules, limiterFor, prepare, redisKeys } from './operate.js';
 import { describeOverride } from './override.js';
 import type { RedisConnection } from './redis.js';
+import { type RuleFields, ruleTerms } from './serve/describe.js';
 import { renderTable } from './table.js';
 
 export const INSPECT_HELP = `Usage: floodgate inspect KEY [options]
@@ -42,6 +43,7 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
   const { key, config, plan, cost, json, connection } = setup;
   try {
     const rows = [];
+    const terms: string[] = [];
     for (const known of knownRules(config, plan)) {
       const decision = await limiterFor(config, connection, known.options).peek(key, { cost });
       if (decision.degraded !== false)
@@ -57,6 +59,8 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
           blockedForMs = ttl - block.forgetMs;
         }
       }
+      // The table's limit: as serve --check lists the rule, with the slice size the limiter resolved.
+      terms.push(ruleTerms({ ...known.options, quotaLease: known.resolved.quotaLease } as RuleFields));
       rows.push({
         rule: known.resolved.name,
         algorithm: known.resolved.algorithm.name,
@@ -99,10 +103,10 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
           'retry in',
           'blocked for',
         ],
-        rows.map((row) => [
+        rows.map((row, i) => [
           row.rule,
           row.algorithm,
-          `${row.limit}/${formatDuration(row.windowMs)}${row.capacity !== row.limit ? ` burst ${row.capacity}` : ''}${row.counts === 'requests' ? ' requests' : ''}${row.quotaLease === null ? '' : ` quotaLease max ${row.quotaLease.max}`}`,
+          terms[i] as string,
           describeScope(row.plans, row.routes, config),
           row.allowed ? 'allowed' : 'denied',
           String(row.remaining),

@@ -36,8 +36,8 @@ export interface RuleDecision {
   shadow?: true;
   /**
    * Present (`true`) when the key is blocked: this rule has a `block` and denied a check, which
-   * starts or holds a block period, or an override blocks the key. On the decision: its binding
-   * rule's, when denied.
+   * starts or holds a block period, or denied a peek while a block period holds; or an override
+   * blocks the key. On the decision: its binding rule's, when denied.
    */
   blocked?: true;
   /** Concurrency rules only: slots in use after this decision (a peek's own are not counted). */
@@ -147,8 +147,10 @@ function viewOf(
   };
   if (rule.capacity !== rule.limit) view.quota = rule.limit;
   if (rule.shadow) view.shadow = true;
-  // A consuming denial by a rule with a block always starts or holds one (a never-admissible cost aside).
-  if (rule.block !== undefined && !ruleAllowed && consume && retry !== NEVER) view.blocked = true;
+  // A consuming denial by a rule with a block always starts or holds one; a peek's, only while
+  // one holds (a never-admissible cost aside, either way).
+  if (rule.block !== undefined && !ruleAllowed && retry !== NEVER && (consume || outcome.blocked === true))
+    view.blocked = true;
   // Slots in use: those held before, plus this request's own if it took them.
   if (rule.algorithm.slots !== undefined) {
     view.inFlight = rule.capacity - outcome.remaining + (allowed && ruleAllowed && consume ? units : 0);

@@ -29,6 +29,8 @@ export interface RuleOutcome {
   readonly resetAfterMs: number;
   /** What `settle` needs to find this check's units again (see Evaluation.token). */
   readonly token: number;
+  /** True when denied because the rule's block holds the key (see algorithms/block.ts). */
+  readonly blocked?: boolean;
 }
 
 /** A store's answer to `evaluate` when it evaluated the rules. */

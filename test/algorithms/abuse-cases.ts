@@ -68,7 +68,7 @@ export const ABUSE_CASES: SpecCase[] = [
     ],
   },
   {
-    name: 'block: a denial blocks the key past the window; a peek never starts one; reset lifts it',
+    name: 'block: a denial blocks the key past the window; a peek never starts one, and says blocked while one holds; reset lifts it',
     rules: { name: 'login', algorithm: 'fixed-window', limit: 2, window: 1000, block: '5s' },
     steps: [
       { at: 0, expect: ok(1, 1000) },
@@ -77,9 +77,16 @@ export const ABUSE_CASES: SpecCase[] = [
       // The denial starts a 5 s block: the wait is the block's end, not the window's.
       { at: 2, expect: { ...no(0, 5000, 5000), blocked: true } },
       { at: 1500, expect: { ...no(0, 3502, 3502), blocked: true } },
-      { at: 1500, op: 'peek', expect: no(0, 3502, 3502) },
+      // Regression: a peek during the block was not marked blocked.
+      { at: 1500, op: 'peek', expect: { ...no(0, 3502, 3502), blocked: true } },
       // A cost the rule can never admit is answered "never", not "blocked".
       { at: 1500, cost: 3, expect: { ...no(0, 3502, Number.POSITIVE_INFINITY), blocked: false } },
+      {
+        at: 1500,
+        cost: 3,
+        op: 'peek',
+        expect: { ...no(0, 3502, Number.POSITIVE_INFINITY), blocked: false },
+      },
       { at: 5002, expect: { ...ok(1, 998), blocked: false } },
       { at: 5003, expect: ok(0, 997) },
       { at: 5004, expect: { ...no(0, 5000, 5000), blocked: true } },
@@ -123,6 +130,12 @@ export const ABUSE_CASES: SpecCase[] = [
         at: 1,
         expect: { ...ok(8, 999), rule: 'base', shadowDenied: ['trial'], blocked: false },
         rules: { trial: { ...no(0, 5000, 5000), blocked: true } },
+      },
+      {
+        at: 1000,
+        op: 'peek',
+        expect: { ...ok(9, 1000), rule: 'base', shadowDenied: ['trial'], blocked: false },
+        rules: { trial: { ...no(0, 4001, 4001), blocked: true } },
       },
       {
         at: 1000,

@@ -144,6 +144,53 @@ describe('gateway config', () => {
     );
   });
 
+  it("regression: serve --check lists rules' block, shadow and quotaLease, the client timeout and concurrency, and how denials are answered", () => {
+    const config = parseGatewayConfig({
+      upstream: 'http://127.0.0.1:3000',
+      upstreamTimeout: '5s',
+      clientTimeout: '10s',
+      clientConcurrency: 8,
+      blockedStatus: 403,
+      rules: [
+        { name: 'login', limit: '5/15m', algorithm: 'fixed-window', block: '15m' },
+        {
+          name: 'escalating',
+          limit: '10/1m',
+          block: { duration: '1m', factor: 2, max: '1h', forgetAfter: '1d' },
+        },
+        { name: 'trial', limit: '3/1m', shadow: true },
+      ],
+      routes: [
+        {
+          name: 'feed',
+          path: '/feed',
+          inherit: false,
+          rules: [{ name: 'feed', limit: '50000/1s', algorithm: 'fixed-window', quotaLease: { max: 50 } }],
+        },
+      ],
+    });
+    const lines = describeConfig(config).split('\n');
+    expect(lines).toContain('upstream    http://127.0.0.1:3000/ (timeout 5s)');
+    expect(lines).toContain(
+      'clients     timeout 10s (headers, silence in a body), at most 8 requests in flight upstream per address',
+    );
+    expect(lines).toContain('denials     429, 403 while the key is blocked');
+    expect(lines).toContain(
+      'plan default: login: fixed-window 5/15m block 15m; escalating: sliding-window 10/1m block 1m factor 2 max 1h forgetAfter 1d; trial: sliding-window 3/1m shadow',
+    );
+    expect(lines).toContain('route feed: * /feed -> feed: fixed-window 50000/1s quotaLease max 50');
+    expect(describeConfig(parseGatewayConfig({})).split('\n')).toEqual(
+      expect.arrayContaining([
+        'upstream    demo API',
+        'clients     timeout 30s (headers, silence in a body), at most 64 requests in flight upstream per address',
+        'denials     429',
+      ]),
+    );
+    expect(describeConfig(parseGatewayConfig({ shadow: true, blockedStatus: 403 })).split('\n')).toContain(
+      'denials     none: shadow is on (every rule evaluated and counted, never enforced)',
+    );
+  });
+
   it('reads quotaLease (true, false or { max }) on rules, and names the field and what it allows when refused', () => {
     const config = parseGatewayConfig({
       rules: [

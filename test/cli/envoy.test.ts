@@ -7,6 +7,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, scriptCalls, startRedisServer } from '../support/redis-server.js';
@@ -467,6 +468,46 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
     );
     expect((await ask(a, 'shared', tenant)).statuses[0]?.limitRemaining).toBe(10);
   });
+
+  it('quota_lease (a Floodgate extension): a hot descriptor is answered from slices of its quota, never above its limit; --shadow refuses it', async () => {
+    // A store deadline no loaded machine reaches: a take that timed out would lose its slice.
+    const rls = await mkdtemp(join(tmpdir(), 'floodgate-envoy-lease-'));
+    await writeFile(
+      join(rls, 'hot.yaml'),
+      'domain: hot\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: day, requests_per_unit: 40, quota_lease: { max: 10 } }\n',
+    );
+    const config = `${rls}.json`;
+    await writeFile(config, JSON.stringify({ store: { timeout: '10s' }, grpc: { port: 0, config: rls } }));
+    try {
+      const gateway = await startGateway(['--config', config]);
+      const tenant = [descriptor(['tenant', 'acme'])];
+      // 60 calls at once make the key hot (8 checks within 100 ms), so the gateway takes slices.
+      const underLoad = await Promise.all(Array.from({ length: 60 }, () => ask(gateway, 'hot', tenant)));
+      let admitted = underLoad.filter((answer) => answer.overallCode === 'OK').length;
+      expect(admitted).toBeLessThanOrEqual(40);
+      // Units left in a slice go back once the key is idle (100 ms); then one call at a time.
+      await sleep(500);
+      for (let i = 0; i < 40; i++) {
+        if ((await ask(gateway, 'hot', tenant)).overallCode !== 'OK') break;
+        admitted++;
+      }
+      expect(admitted).toBe(40);
+      const text = await (await fetch(`${gateway.admin}/metrics`)).text();
+      const takes = /floodgate_store_latency_seconds_count\{store="redis",operation="lease"\} (\d+)/.exec(
+        text,
+      );
+      expect(Number(takes?.[1] ?? 0)).toBeGreaterThan(0);
+
+      const shadowed = await runCli(['serve', '--check', '--shadow', '--grpc-config', rls]);
+      expect(shadowed.code).toBe(2);
+      expect(shadowed.stderr.trim()).toBe(
+        `floodgate serve: --shadow: not allowed with quotaLease on Envoy rate limits (quota_lease in ${rls}): slices are admitted locally, where a shadow rule cannot report its would-be denials (see 'floodgate serve --help')`,
+      );
+    } finally {
+      await rm(config, { force: true });
+      await rm(rls, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('a call under way across a reload is answered whole by its generation, which closes only after it', async () => {
     // A store deadline longer than Redis is held up below: the call's checks wait, not fail open.

@@ -183,6 +183,9 @@ describe('floodgate inspect and reset', { timeout: 60_000 }, () => {
     // Counted down by Redis's clock since the block began: a little under 15 minutes.
     expect(row?.blockedForMs).toBeGreaterThan(14 * 60_000);
     expect(row?.blockedForMs).toBeLessThanOrEqual(15 * 60_000);
+    // The table lists the rule as serve --check does, its block included.
+    const table = await runCli(['inspect', 'client-3', '--config', blockConfig, '--redis', redis.url]);
+    expect(table.stdout).toMatch(/login\s+token-bucket\s+1\/1m block 15m\s+all routes\s+denied\s/);
     const reset = await runCli(['reset', 'client-3', '--config', blockConfig, '--redis', redis.url]);
     expect(reset.stdout).toBe('reset "client-3" under 1 rule (login): 2 Redis keys deleted\n');
     expect(await client.exists('floodgate:{client-3}:login:tb:block')).toBe(0);

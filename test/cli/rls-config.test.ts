@@ -84,6 +84,44 @@ describe('envoyproxy/ratelimit config', () => {
     );
   });
 
+  it('reads quota_lease (a Floodgate extension) as a gateway rule reads quotaLease, refused where the core refuses it, naming the field', () => {
+    const limit = (extra: string) =>
+      `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 100${extra} }`;
+    const rule = (extra: string) =>
+      parseRlsFile(parse(limit(extra)), 'f.yaml').tree.children.get('k')?.limit?.rule;
+    expect(rule(', quota_lease: { max: 20 }')).toEqual({
+      name: 'second',
+      algorithm: 'fixed-window',
+      limit: 100,
+      window: 1000,
+      quotaLease: { max: 20 },
+    });
+    expect(rule(', algorithm: gcra, quota_lease: true')).toMatchObject({
+      algorithm: 'gcra',
+      quotaLease: true,
+    });
+    expect(error(limit(', quota_lease: { max: 0 }'))).toBe(
+      'f.yaml: descriptors[0].rate_limit.quota_lease.max: 0 must be an integer from 1 to 100',
+    );
+    expect(error(limit(', quota_lease: { size: 5 }'))).toBe(
+      'f.yaml: descriptors[0].rate_limit.quota_lease.size: unknown option; quota_lease takes max',
+    );
+    expect(error(limit(', quota_lease: yes'))).toBe(
+      'f.yaml: descriptors[0].rate_limit.quota_lease: expected true or { max }, got "yes"',
+    );
+    expect(error(limit(', algorithm: sliding-log, quota_lease: true'))).toBe(
+      "f.yaml: descriptors[0].rate_limit.quota_lease: not allowed for 'sliding-log': only 'fixed-window', 'sliding-window', 'token-bucket' and 'gcra' rules can lease quota",
+    );
+    expect(
+      error(
+        'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 0, quota_lease: true }',
+      ),
+    ).toBe('f.yaml: descriptors[0].rate_limit.quota_lease: a limit of 0 has no quota to lease');
+    expect(
+      error('domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unlimited: true, quota_lease: true }'),
+    ).toBe('f.yaml: descriptors[0].rate_limit.quota_lease: an unlimited limit has no quota to lease');
+  });
+
   it('grpc needs its config; the port defaults to 8081', () => {
     expect(() => parseGatewayConfig({ grpc: { port: 9000 } })).toThrow(
       /^grpc.config: the Envoy rate limit service needs its limits/,

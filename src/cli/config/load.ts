@@ -7,7 +7,8 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { type OptionSpec, type Parsed, stringOption, UsageError } from '../args.js';
 import { ConfigError, type Fields, type Labels } from './check.js';
-import { loadRlsConfig } from './rls.js';
+import { loadRlsConfig, rlsRules } from './rls.js';
+import { checkShadow } from './rules.js';
 import { type GatewayConfig, parseGatewayConfig } from './schema.js';
 import { parseYaml } from './yaml.js';
 
@@ -64,7 +65,16 @@ export async function loadConfig(
     throw error;
   }
   if (config.grpc === undefined) return config;
-  return { ...config, rls: await loadRlsConfig(config.grpc.config, labels['grpc.config'] ?? 'grpc.config') };
+  const rls = await loadRlsConfig(config.grpc.config, labels['grpc.config'] ?? 'grpc.config');
+  // As for the gateway's own rules (schema.ts): shadow cannot take in rules that lease.
+  if (config.shadow) {
+    checkShadow(
+      rlsRules(rls),
+      labels.shadow ?? 'shadow',
+      `Envoy rate limits (quota_lease in ${config.grpc.config})`,
+    );
+  }
+  return { ...config, rls };
 }
 
 async function readConfigFile(file: string): Promise<Fields> {

@@ -2,9 +2,9 @@
  * envoyproxy/ratelimit's YAML configuration, read as is (`domain`, nested `descriptors` with
  * `key`/`value`, `rate_limit: { unit, requests_per_unit, unlimited, name, replaces }`,
  * `shadow_mode`, `detailed_metric`) from one file or every .yaml/.yml file of a directory, into
- * one descriptor tree per domain. Floodgate's optional extensions: `rate_limit.algorithm` and
- * `rate_limit.burst`, and a file's top-level `all_or_nothing`. Unknown keys are refused, as the
- * reference service refuses them.
+ * one descriptor tree per domain. Floodgate's optional extensions: `rate_limit.algorithm`,
+ * `rate_limit.burst` and `rate_limit.quota_lease`, and a file's top-level `all_or_nothing`.
+ * Unknown keys are refused, as the reference service refuses them.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join as joinPath } from 'node:path';
@@ -67,7 +67,16 @@ export type RlsDomains = ReadonlyMap<string, RlsDomain>;
 
 const FILE_KEYS = ['domain', 'descriptors', 'all_or_nothing'];
 const DESCRIPTOR_KEYS = ['key', 'value', 'rate_limit', 'descriptors', 'shadow_mode', 'detailed_metric'];
-const LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst'];
+const LIMIT_KEYS = [
+  'unit',
+  'requests_per_unit',
+  'unlimited',
+  'name',
+  'replaces',
+  'algorithm',
+  'burst',
+  'quota_lease',
+];
 /** Depth of nested descriptors, far beyond what Envoy sends, so a config cannot recurse without bound. */
 const MAX_DEPTH = 32;
 
@@ -183,6 +192,8 @@ function parseLimit(
   const common = { path, shadowMode, name, replaces, detailedMetric };
   if (unlimited) {
     if (fields.unit !== undefined) fail(`${where}.unit`, 'an unlimited limit takes no unit');
+    if (fields.quota_lease !== undefined)
+      fail(`${where}.quota_lease`, 'an unlimited limit has no quota to lease');
     return { ...common, unit: undefined, requestsPerUnit: 0, unlimited, rule: undefined };
   }
   const unit = (typeof fields.unit === 'string' ? fields.unit.toUpperCase() : '') as RlsUnit;
@@ -195,6 +206,8 @@ function parseLimit(
       : oneOf(fields.algorithm, `${where}.algorithm`, RATE_ALGORITHM_NAMES);
   if (requestsPerUnit === 0 && fields.burst !== undefined)
     fail(`${where}.burst`, 'a limit of 0 takes no burst');
+  if (requestsPerUnit === 0 && fields.quota_lease !== undefined)
+    fail(`${where}.quota_lease`, 'a limit of 0 has no quota to lease');
   // A limit of 0 denies every request without a store call: no rule.
   const rule: RuleOptions | undefined =
     requestsPerUnit === 0
@@ -205,7 +218,35 @@ function parseLimit(
           limit: requestsPerUnit,
           window: RLS_UNITS[unit],
           ...(fields.burst === undefined ? {} : { burst: fields.burst as number }),
+          ...(fields.quota_lease === undefined
+            ? {}
+            : { quotaLease: fields.quota_lease as RuleOptions['quotaLease'] }),
         };
-  if (rule !== undefined) core(() => resolveRules(rule, where));
+  if (rule !== undefined) checkRule(rule, where);
   return { ...common, unit, requestsPerUnit, unlimited, rule };
+}
+
+/**
+ * The core's validation of a limit's rule, as for the gateway's own rules (`quota_lease` is the
+ * rule's `quotaLease`: true, false or { max }); its messages name the field as this file spells it.
+ */
+function checkRule(rule: RuleOptions, where: string): void {
+  try {
+    core(() => resolveRules(rule, where));
+  } catch (error) {
+    if (error instanceof ConfigError)
+      throw new ConfigError(error.message.replaceAll('quotaLease', 'quota_lease'));
+    throw error;
+  }
+}
+
+/** Every rule of the domains' limits (each limit has at most one). */
+export function rlsRules(domains: RlsDomains): RuleOptions[] {
+  const rules: RuleOptions[] = [];
+  const walk = (node: RlsNode) => {
+    if (node.limit?.rule !== undefined) rules.push(node.limit.rule);
+    for (const child of node.children.values()) walk(child);
+  };
+  for (const domain of domains.values()) walk(domain);
+  return rules;
 }

@@ -19,7 +19,8 @@ export function summary(config: GatewayConfig) {
   };
 }
 
-export function ruleText(rule: {
+/** A rule as the config file gives it (RuleOptions), or as `inspect` shows a resolved one. */
+export interface RuleFields {
   name?: string;
   algorithm: string;
   limit: number;
@@ -28,21 +29,56 @@ export function ruleText(rule: {
   lease?: unknown;
   counts?: string;
   quotaLease?: boolean | { max?: number };
-}): string {
-  const name = rule.name ? `${rule.name}: ` : '';
+  block?: unknown;
+  shadow?: boolean;
+}
+
+/** `name: algorithm` and the rule's terms (see ruleTerms). */
+export function ruleText(rule: RuleFields): string {
+  return `${rule.name ? `${rule.name}: ` : ''}${rule.algorithm} ${ruleTerms(rule)}`;
+}
+
+/**
+ * A rule's limit and what changes how it counts or denies, as the config file spells them:
+ * `120/1m burst 20 counts requests quotaLease max 50 block 15m shadow`.
+ */
+export function ruleTerms(rule: RuleFields): string {
+  const size =
+    rule.algorithm === 'concurrency'
+      ? `${rule.limit}${rule.lease === undefined ? '' : ` lease ${durationText(rule.lease)}`}`
+      : `${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}`;
+  const terms = [size];
   // Cost is the default unit; a rule that counts requests says so (a route's cost takes 1 there).
-  const counts = rule.counts === 'requests' ? ' counts requests' : '';
-  if (rule.algorithm === 'concurrency') {
-    return `${name}concurrency ${rule.limit}${rule.lease === undefined ? '' : ` lease ${durationText(rule.lease)}`}${counts}`;
+  if (rule.counts === 'requests') terms.push('counts requests');
+  if (rule.quotaLease) {
+    const max = rule.quotaLease === true ? undefined : rule.quotaLease.max;
+    terms.push(max === undefined ? 'quotaLease' : `quotaLease max ${max}`);
   }
-  const lease = rule.quotaLease
-    ? ` quotaLease${rule.quotaLease !== true && rule.quotaLease.max !== undefined ? ` max ${rule.quotaLease.max}` : ''}`
-    : '';
-  return `${name}${rule.algorithm} ${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}${counts}${lease}`;
+  if (rule.block !== undefined) terms.push(`block ${blockText(rule.block)}`);
+  if (rule.shadow === true) terms.push('shadow');
+  return terms.join(' ');
+}
+
+/** A rule's `block`: a duration, or `{ duration, factor, max, forgetAfter }` field by field. */
+function blockText(block: unknown): string {
+  if (typeof block !== 'object' || block === null) return durationText(block);
+  const { duration, factor, max, forgetAfter } = block as Record<string, unknown>;
+  return [
+    durationText(duration),
+    ...(factor === undefined ? [] : [`factor ${factor}`]),
+    ...(max === undefined ? [] : [`max ${durationText(max)}`]),
+    ...(forgetAfter === undefined ? [] : [`forgetAfter ${durationText(forgetAfter)}`]),
+  ].join(' ');
 }
 
 function durationText(value: unknown): string {
   return typeof value === 'number' ? formatDuration(value) : String(value);
+}
+
+/** How denials are answered: the status, or none at all when `--shadow` makes every rule a shadow rule. */
+function denialText(config: GatewayConfig): string {
+  if (config.shadow) return 'none: shadow is on (every rule evaluated and counted, never enforced)';
+  return config.blockedStatus === 403 ? '429, 403 while the key is blocked' : '429';
 }
 
 /** Risks the configuration accepts on purpose: printed by `serve --check`, logged at start. */
@@ -59,9 +95,11 @@ export function describeConfig(config: GatewayConfig): string {
   const lines = [
     `listen      ${config.host}:${config.port}`,
     `admin       ${config.admin === undefined ? 'off' : `${config.admin.host}:${config.admin.port} (/metrics, /healthz)`}`,
-    `upstream    ${config.upstream === undefined ? 'demo API' : redactUrl(config.upstream.href)}`,
+    `upstream    ${config.upstream === undefined ? 'demo API' : `${redactUrl(config.upstream.href)} (timeout ${formatDuration(config.upstreamTimeoutMs)})`}`,
+    `clients     timeout ${formatDuration(config.clientTimeoutMs)} (headers, silence in a body), at most ${config.clientConcurrency} requests in flight upstream per address`,
     `store       ${config.redis === undefined ? 'memory' : 'url' in config.redis ? redactUrl(config.redis.url) : `cluster ${config.redis.cluster.join(',')}`} (prefix ${config.prefix}, timeout ${formatDuration(config.storeTimeoutMs)}, on error: ${config.onStoreError})`,
     `headers     ${config.headers === false ? 'none' : [config.headers].flat().join(', ')}`,
+    `denials     ${denialText(config)}`,
     `grpc        ${config.grpc === undefined ? 'off' : `${config.host}:${config.grpc.port}, Envoy rate limit service, ${config.rls?.size ?? 0} domain(s) from ${config.grpc.config}`}`,
     `keys        ${config.tiers?.keys !== undefined && config.apiKeyHeader !== false ? `API keys listed in tiers.keys (header ${config.apiKeyHeader}), else the client address` : 'the client address'}`,
   ];

@@ -1,7 +1,7 @@
 /**
  * The Lua script's reply to one check, decoded: the only place that knows its wire format.
- * Per rule, WIRE_FIELDS integers (allowed 0/1, remaining, resetMs, retryAfterMs, resetAfterMs,
- * token), then the override's remaining milliseconds (-1: no expiry) when the check named one;
+ * Per rule, WIRE_FIELDS integers (allowed: 1, or 0 denied, 2 denied while the rule's block holds
+ * the key; remaining, resetMs, retryAfterMs, resetAfterMs, token), then the override's remaining milliseconds (-1: no expiry) when the check named one;
  * or `['override', current]` when the key's override differs from the one the check named.
  */
 import { Evaluation } from '../../algorithms/types.js';
@@ -69,6 +69,7 @@ function decodeOutcomes(
       reply[at + 3] as number,
       reply[at + 4] as number,
       reply[at + 5] as number,
+      reply[at] === 2,
     );
   }
   if (!withTtl) return { outcomes };
@@ -88,6 +89,6 @@ export function deniedOrOverrideAt(reply: readonly unknown[], at: number): boole
   const count = reply[at] as number;
   if (count === -1) return true;
   for (let field = at + 1; field + WIRE_FIELDS <= at + 1 + count; field += WIRE_FIELDS)
-    if (reply[field] === 0) return true;
+    if (reply[field] !== 1) return true;
   return false;
 }

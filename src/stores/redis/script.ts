@@ -18,9 +18,10 @@
  *       Reply: one flat array for the whole batch (Redis inspects every table it converts, so a
  *       nested array per check would cost it per check), per check in order:
  *       -1 then the key's current override ('' for none) when it is not `seen` (nothing was
- *       evaluated); otherwise a count, then that many integers: per rule allowed (0/1),
- *       remaining, resetMs, retryAfterMs (-1: never), resetAfterMs, token; then, when `seen`
- *       is an override, its remaining ms (-1: no expiry).
+ *       evaluated); otherwise a count, then that many integers: per rule allowed (1; 0 denied,
+ *       2 denied while the rule's block holds the key), remaining, resetMs, retryAfterMs (-1:
+ *       never), resetAfterMs, token; then, when `seen` is an override, its remaining ms (-1: no
+ *       expiry).
  *   A lone check or peek: as a batch of one, in one argument instead of six (each argument costs
  *       Redis and the client work per call). ARGV: "ruleSet|mode:cost:1:seen" (its rule set and
  *       check as in 'b', joined by '|', which a rule set never holds; never one letter, so never
@@ -303,11 +304,13 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     local units = rule[10] and 1 or cost
     local allowed, remaining, reset, retry, resetAfter, token, commit, x, y, z, w =
       EVALUATORS[code](k, rule[2], rule[3], rule[4], units)
+    local held
     if rule[6] > 0 then
-      allowed, remaining, reset, retry = applyBlock(kb, rule, mode, allowed, remaining, reset, retry)
+      allowed, remaining, reset, retry, held = applyBlock(kb, rule, mode, allowed, remaining, reset, retry)
       kb = kb + 1
     end
-    out[n + 1] = allowed and 1 or 0
+    -- 2: denied because the rule's block holds the key, which a peek reports too.
+    out[n + 1] = allowed and 1 or held and 2 or 0
     out[n + 2] = remaining
     out[n + 3] = reset
     out[n + 4] = retry

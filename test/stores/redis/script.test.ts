@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '6849fc00e79e3d715028d2bc06008f62701ffd1f';
+const PINNED_SHA = 'c9bce46bd12a909cd4567f282d440bd8360ea946';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
