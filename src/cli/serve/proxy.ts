@@ -24,7 +24,7 @@ export type UpstreamFailure = 'unavailable' | 'timeout' | 'saturated';
 
 export interface ProxyOptions {
   upstream: URL;
-  /** Longest wait for an upstream connection, for the upstream to take the next piece of the body, for its response, and between its chunks. */
+  /** Longest wait for an upstream connection, between signs of progress before its response (see upstream-progress.ts), and between its response's chunks. */
   timeoutMs: number;
   /** Longest silence from a client while its request body is forwarded. */
   clientTimeoutMs: number;
@@ -183,6 +183,8 @@ export function createProxy(options: ProxyOptions): Proxy {
           if (over) return;
           connected = true;
           connectTimer.clear();
+          // Body written before the connection and not yet taken: the upstream's turn from now.
+          if (outgoing.writableNeedDrain) waitOnUpstream();
           // Any byte from the upstream is a sign of life (the response is read from this socket).
           socket.on('data', upstreamAlive);
           outgoing.once('close', () => socket.off('data', upstreamAlive));
