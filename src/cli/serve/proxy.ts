@@ -183,6 +183,7 @@ export function createProxy(options: ProxyOptions): Proxy {
           if (over) return;
           connected = true;
           connectTimer.clear();
+          progress.connected(socket);
           // Body written before the connection and not yet taken: the upstream's turn from now.
           if (outgoing.writableNeedDrain) waitOnUpstream();
           // Any byte from the upstream is a sign of life (the response is read from this socket).

@@ -9,8 +9,10 @@
  * a third of its send buffer is free, the reader's TCP acknowledges once it has read enough to
  * open its window, and the last bytes it reads, from its own receive buffer, show only as its
  * answer. So an upstream with bytes still on their way, or that has been seen reading, is judged
- * by its own pace: silent after T plus twice its longest pause between two signs (at least 2T).
- * One that has the whole request and was never seen reading is silent after T.
+ * by its own pace: silent after T plus twice its longest pause between two signs (at least 2T),
+ * and, where its TCP's acknowledgements show its pace, not before T past the moment it would have
+ * read every byte acknowledged at that pace. One that has the whole request and was never seen
+ * reading is silent after T.
  */
 import type { Socket } from 'node:net';
 import { unacknowledgedBytes } from './tcp-unacked.js';
@@ -28,6 +30,8 @@ interface Reading {
 }
 
 export interface ProgressWatch {
+  /** The connection is up: the upstream may read from now on. */
+  connected(socket: Socket): void;
   /** A wait on the upstream starts now (nothing if one is under way). */
   begin(): void;
   /** The wait is over: the upstream took what was queued, or answered. */
@@ -45,8 +49,12 @@ export function createProgressWatch(timeoutMs: number): ProgressWatch {
   // Kept for the whole exchange: the upstream's pace, once it has been seen reading.
   let seenReading = false;
   let longestPause = timeoutMs / 2;
+  const pace = createPace();
 
   return {
+    connected(socket) {
+      pace.start(socket.bytesWritten - socket.writableLength);
+    },
     begin() {
       if (waiting) return;
       waiting = true;
@@ -71,11 +79,44 @@ export function createProgressWatch(timeoutMs: number): ProgressWatch {
         seenReading = true;
         lastSign = at;
         since = at;
+        pace.sample(at, now);
         return 'progress';
       }
+      if (before === undefined) pace.sample(at, now);
       const onTheWay = socket.writableLength > 0 || (unacked ?? 0) > 0;
       const allowed = onTheWay || seenReading ? timeoutMs + 2 * longestPause : timeoutMs;
-      return at - since >= allowed ? 'silent' : 'wait';
+      return at - since >= allowed && at >= pace.doneAt() + timeoutMs ? 'silent' : 'wait';
+    },
+  };
+}
+
+/**
+ * The upstream's reading pace, from its TCP's acknowledgements: the first and the latest count of
+ * bytes acknowledged since the connection came up. `doneAt` is when, reading at that pace since
+ * then, it will have read all of them (-Infinity while the pace is unknown).
+ */
+function createPace() {
+  let startedAt = 0;
+  let base = 0;
+  let first: { at: number; acked: number } | undefined;
+  let latest: { at: number; acked: number } | undefined;
+  return {
+    start(taken: number) {
+      startedAt = performance.now();
+      base = taken;
+    },
+    sample(at: number, reading: Reading) {
+      if (reading.unacked === undefined) return;
+      const point = { at, acked: reading.taken - reading.unacked - base };
+      if (first === undefined) first = point;
+      else latest = point;
+    },
+    doneAt(): number {
+      if (first === undefined || latest === undefined || latest.acked <= first.acked) {
+        return Number.NEGATIVE_INFINITY;
+      }
+      const perMs = (latest.acked - first.acked) / (latest.at - first.at);
+      return startedAt + latest.acked / perMs;
     },
   };
 }
