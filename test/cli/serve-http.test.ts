@@ -239,11 +239,45 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
   let slow: Server;
   let timed: Gateway;
   let patient: Gateway;
+  let brisk: Gateway;
+  /** What /paced had read when its request ended (whole or cut). */
+  const read: Record<string, number> = {};
   const received: string[] = [];
 
   beforeAll(async () => {
     slow = createServer(async (req, res) => {
       if (req.url === '/hang') return;
+      if (req.url === '/stalled-reader') {
+        // Reads nothing (node's parser buffers a few KiB before it stops reading the socket).
+        req.pause();
+        return;
+      }
+      if (req.url === '/paced') {
+        // The issue's upstream: reads 64 KiB, then nothing for 250 ms, and so on.
+        let bytes = 0;
+        try {
+          for await (const chunk of req) {
+            const before = bytes;
+            bytes += (chunk as Buffer).length;
+            read[req.url] = bytes;
+            if (Math.floor(bytes / (64 * KIB)) > Math.floor(before / (64 * KIB))) await sleep(250);
+          }
+        } catch {
+          return;
+        }
+        res.end(`read ${bytes}`);
+        return;
+      }
+      if (req.url === '/paced-response') {
+        // The other direction: 64 KiB sent every 250 ms, 1 MiB in all.
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        for (let i = 0; i < 16; i++) {
+          res.write(Buffer.alloc(64 * KIB, 98));
+          await sleep(250);
+        }
+        res.end();
+        return;
+      }
       if (req.url === '/drip') {
         res.writeHead(200, { 'content-type': 'text/plain' });
         for (let i = 0; i < 6; i++) {
@@ -297,6 +331,7 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
       '--client-timeout',
       '5s',
     ]);
+    brisk = await startGateway(['--upstream', `http://127.0.0.1:${port}`, '--upstream-timeout', '1s']);
   });
   afterAll(() => {
     slow?.closeAllConnections();
@@ -330,6 +365,41 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
     expect(response.status).toBe(200);
     expect(await response.text()).toBe(`read ${size}`);
   }, 60_000);
+
+  // The issue's numbers: --upstream-timeout 1s, an upstream reading 64 KiB every 250 ms. Its 24
+  // MiB upload took 96 s of reading; 4 MiB is 16 s of it, sixteen timeouts, enough to meet every
+  // way TCP hides a slow reader: the kernels on both sides buffer a few MiB (the whole body here),
+  // the reader's TCP acknowledges in steps of a few hundred KiB, and the last bytes, read from its
+  // receive buffer, show only as its answer.
+  it('regression: does not cut an upstream reading 64 KiB every 250 ms under --upstream-timeout 1s', async () => {
+    const size = 4 * MIB;
+    const response = await fetch(`${brisk.url}/paced`, { method: 'POST', body: Buffer.alloc(size, 97) });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe(`read ${size}`);
+    expect(read['/paced']).toBe(size);
+  }, 60_000);
+
+  it('answers 504 to an upload whose upstream reads nothing, after 2 × --upstream-timeout', async () => {
+    const started = performance.now();
+    const response = await fetch(`${brisk.url}/stalled-reader`, {
+      method: 'POST',
+      body: Buffer.alloc(24 * MIB, 97),
+    });
+    const elapsed = performance.now() - started;
+    expect(response.status).toBe(504);
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    // Bytes still on their way: no sign for 2 s (T plus twice T/2) is silence; not sooner, and
+    // well before the upload could have ended.
+    expect(elapsed).toBeGreaterThanOrEqual(2000);
+    expect(elapsed).toBeLessThan(15_000);
+    await brisk.cli.waitForLog((line) => line.event === 'upstream_error' && line.reason === 'timeout');
+  }, 30_000);
+
+  it('does not cut an upstream sending its response 64 KiB every 250 ms under --upstream-timeout 1s', async () => {
+    const response = await fetch(`${brisk.url}/paced-response`);
+    expect(response.status).toBe(200);
+    expect((await response.arrayBuffer()).byteLength).toBe(MIB);
+  }, 30_000);
 
   it('passes on the upstream’s response trailers', async () => {
     const answer = await exchange(
@@ -365,7 +435,8 @@ describe('floodgate serve: timeouts mean silence, on either side', () => {
   });
 });
 
-const MIB = 1024 * 1024;
+const KIB = 1024;
+const MIB = 1024 * KIB;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

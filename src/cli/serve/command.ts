@@ -50,7 +50,8 @@ ${STORE_FLAGS_HELP}
   --shadow                  evaluate and count every rule but never deny (floodgate_shadow_denied_total)
   --store-timeout DURATION  longest wait for the store per check (default 100ms)
   --upstream-timeout DUR    longest wait for an upstream connection, and longest silence from the
-                            upstream once it has the request or while it takes the body (default 30s)
+                            upstream: no byte taken of the body, none sent (default 30s; a slow
+                            reader gets more, docs/gateway.md#the-upstream-timeout)
   --client-timeout DUR      longest a client may take over its request headers, and longest
                             silence in its body; then 408, connection closed (default 30s)
   --client-concurrency N    most requests one client address may have in flight upstream at once

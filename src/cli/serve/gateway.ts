@@ -164,6 +164,8 @@ function addRequestLog(app: FastifyInstance, metrics: GatewayMetrics, logger: Lo
             rule: decision.rule,
             remaining: decision.remaining,
             ...(decision.degraded ? { degraded: decision.degraded } : {}),
+            // What a limit being rolled out would have denied: the operator reads it here.
+            ...(decision.shadowDenied.length > 0 ? { shadowDenied: decision.shadowDenied } : {}),
           }),
     });
   });

@@ -15,6 +15,7 @@ import { endToEnd, forwardTrailers } from './hop-by-hop.js';
 import { idleTimer, sendProblem } from './reply.js';
 import { createClientSlots } from './slots.js';
 import { originForm } from './target.js';
+import { createProgressWatch } from './upstream-progress.js';
 
 /** Upstream connections per gateway process; the per-client cap keeps any one client to a share. */
 const MAX_SOCKETS = 512;
@@ -23,7 +24,7 @@ export type UpstreamFailure = 'unavailable' | 'timeout' | 'saturated';
 
 export interface ProxyOptions {
   upstream: URL;
-  /** Longest wait for an upstream connection, for the upstream to take the next piece of the body, for its response, and between its chunks. */
+  /** Longest wait for an upstream connection, between signs of progress before its response (see upstream-progress.ts), and between its response's chunks. */
   timeoutMs: number;
   /** Longest silence from a client while its request body is forwarded. */
   clientTimeoutMs: number;
@@ -89,6 +90,7 @@ export function createProxy(options: ProxyOptions): Proxy {
         over = true;
         connectTimer.clear();
         clientTimer.clear();
+        lookTimer.clear();
         upstreamTimer.clear();
         resolve(reply);
       };
@@ -128,19 +130,33 @@ export function createProxy(options: ProxyOptions): Proxy {
           ? fail('saturated', timeout('no free upstream connection'))
           : fail('timeout', timeout('upstream connect timeout')),
       );
-      // The body bytes still queued on the upstream connection when its timer was (re)armed: any
-      // taken by the upstream since then is a sign of life, even before the queue drains.
-      let queued = 0;
-      const unsent = () => outgoing.socket?.writableLength ?? 0;
-      // Silence from the upstream while it should be reading the body or answering. A response
-      // paused because the client reads slowly is the client's pace, not the upstream's silence.
+      // Before its response, the upstream owes the gateway the body's taking or its answer: the
+      // gateway looks at its connection four times per timeout (upstream-progress.ts).
+      const progress = createProgressWatch(timeoutMs);
+      const lookTimer = idleTimer(Math.max(1, Math.floor(timeoutMs / 4)), () => {
+        const socket = outgoing.socket;
+        if (socket === null || response !== undefined) return;
+        void progress.look(socket).then((verdict) => {
+          if (over || response !== undefined || verdict === 'stale') return;
+          if (verdict === 'silent') fail('timeout', timeout('upstream timeout'));
+          else lookTimer.arm();
+        });
+      });
+      const waitOnUpstream = () => {
+        progress.begin();
+        lookTimer.arm();
+      };
+      const upstreamTook = () => {
+        progress.end();
+        lookTimer.clear();
+      };
+      // Silence between the chunks of its response. A response paused because the client reads
+      // slowly is the client's pace, not the upstream's silence.
       const upstreamTimer = idleTimer(timeoutMs, () => {
         // A response read whole is the client's to take at its own pace.
         if (response?.readableEnded) return;
-        if (response?.readableFlowing === false || (response === undefined && unsent() < queued)) {
-          queued = unsent();
-          upstreamTimer.arm();
-        } else fail('timeout', timeout('upstream timeout'));
+        if (response?.readableFlowing === false) upstreamTimer.arm();
+        else fail('timeout', timeout('upstream timeout'));
       });
       const clientTimer = idleTimer(options.clientTimeoutMs, () => {
         if (over) return;
@@ -167,6 +183,9 @@ export function createProxy(options: ProxyOptions): Proxy {
           if (over) return;
           connected = true;
           connectTimer.clear();
+          progress.connected(socket);
+          // Body written before the connection and not yet taken: the upstream's turn from now.
+          if (outgoing.writableNeedDrain) waitOnUpstream();
           // Any byte from the upstream is a sign of life (the response is read from this socket).
           socket.on('data', upstreamAlive);
           outgoing.once('close', () => socket.off('data', upstreamAlive));
@@ -179,7 +198,7 @@ export function createProxy(options: ProxyOptions): Proxy {
       else outgoing.end();
       // The request is whole at the upstream: now it is the upstream's turn to answer.
       outgoing.on('finish', () => {
-        if (!over && response === undefined) upstreamTimer.arm();
+        if (!over && response === undefined) waitOnUpstream();
       });
 
       function pumpBody(): void {
@@ -191,13 +210,10 @@ export function createProxy(options: ProxyOptions): Proxy {
             incoming.pause();
             clientTimer.clear();
             // Before the connection, the wait for it is timed (connectTimer).
-            if (connected) {
-              queued = unsent();
-              upstreamTimer.arm();
-            }
+            if (connected && response === undefined) waitOnUpstream();
             outgoing.once('drain', () => {
               if (over) return;
-              if (response === undefined) upstreamTimer.clear();
+              upstreamTook();
               clientTimer.arm();
               incoming.resume();
             });
@@ -213,6 +229,7 @@ export function createProxy(options: ProxyOptions): Proxy {
       outgoing.on('response', (upstreamResponse: IncomingMessage) => {
         if (over) return;
         response = upstreamResponse;
+        upstreamTook();
         upstreamTimer.arm();
         reply.code(upstreamResponse.statusCode ?? 502);
         for (const [name, value] of Object.entries(endToEnd(upstreamResponse.headers))) {

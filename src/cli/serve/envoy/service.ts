@@ -175,16 +175,18 @@ function count(metrics: GatewayMetrics, domain: string, outcome: Outcome): void 
       ? `_${labelSafe(last.value)}`
       : '';
   const name = limit === undefined ? 'none' : `${limit.path.slice(domain.length + 1)}${detailed}`;
+  // Under `serve --shadow` the limit's rule is a shadow rule: its decision allows and names it.
+  const shadowOver = outcome.cost > 0 && (decision?.shadowDenied.length ?? 0) > 0;
   const result =
     limit === undefined
       ? 'no_limit'
       : limit.unlimited
         ? 'unlimited'
-        : !outcome.over
-          ? 'ok'
-          : limit.shadowMode
-            ? 'shadow_over_limit'
-            : 'over_limit';
+        : shadowOver || (outcome.over && limit.shadowMode)
+          ? 'shadow_over_limit'
+          : outcome.over
+            ? 'over_limit'
+            : 'ok';
   metrics.rlsDecisions.inc({ domain, descriptor: name, outcome: result });
   if (decision?.degraded) metrics.degraded.inc({ reason: decision.degraded });
 }
