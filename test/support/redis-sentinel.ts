@@ -87,15 +87,25 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    // A first sync otherwise waits 5 s for more replicas to share the transfer.
-    const fastSync = ['--repl-diskless-sync-delay', '0'];
-    const primary = await startRedisServer({ args: fastSync });
+    // A first sync otherwise waits 5 s for more replicas to share the transfer; and a replica
+    // writes the snapshot it receives to a file of its own in the temporary directory.
+    const dataArgs = (n: number) => [
+      '--repl-diskless-sync-delay',
+      '0',
+      '--dir',
+      dir,
+      '--dbfilename',
+      `${n}.rdb`,
+    ];
+    const primary = await startRedisServer({ args: dataArgs(0) });
     servers.push(primary);
     // The lower replica-priority is promoted first.
     for (const priority of [10, 20]) {
       const replicaOf = ['--replicaof', '127.0.0.1', String(primary.port)];
       servers.push(
-        await startRedisServer({ args: [...fastSync, ...replicaOf, '--replica-priority', String(priority)] }),
+        await startRedisServer({
+          args: [...dataArgs(servers.length), ...replicaOf, '--replica-priority', String(priority)],
+        }),
       );
     }
     // A sentinel reads a replica's link once it finds it, then every 10 s: let them sync first.
