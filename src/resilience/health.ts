@@ -12,7 +12,7 @@
  * - a shard that no call has found failing for QUIET_MS: nothing is known about it any more, so a
  *   key seen once during an outage does not hold the store degraded for good.
  */
-import type { Degraded } from '../core/types.js';
+import type { Degraded } from '../base/types.js';
 import type { Shard } from './shards.js';
 
 /** How long a failing shard that no call tries any more keeps the store degraded. */

@@ -1,5 +1,5 @@
 /** What a check answers when its store call failed: the onStoreError policy's answer. */
-import type { Degraded, ResolvedRule } from '../core/types.js';
+import type { Degraded, ResolvedRule } from '../base/types.js';
 import type { RuleOutcome } from '../stores/types.js';
 import type { Shard } from './shards.js';
 import type { StoreCallResult, StoreErrorPolicy } from './types.js';

@@ -3,7 +3,7 @@
  * of the promise evaluate returns), so a check allocates one object and one promise in the store
  * caller instead of a promise and two callbacks per layer.
  */
-import type { ResolvedRule } from '../core/types.js';
+import type { ResolvedRule } from '../base/types.js';
 import type { EvaluateReceiver, EvaluateReply } from '../stores/types.js';
 import type { CallEnds } from './call-ends.js';
 import type { Deadlines, Tracked } from './deadline.js';

@@ -1,5 +1,5 @@
 /** The store caller's contract with the limiter and core/, and the failures its parts pass around. */
-import type { Degraded, ResolvedRule } from '../core/types.js';
+import type { Degraded, ResolvedRule } from '../base/types.js';
 import type { EvaluateReply, SlotAction, Store } from '../stores/types.js';
 
 /** `'open'`: allow and flag; `'closed'`: deny and flag; a Store: enforce the rules there instead. */
