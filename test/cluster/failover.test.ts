@@ -187,13 +187,14 @@ async function killMasterUnderLoad(store: Store, name: string, resumesOnPromoted
   const victim = masters[0] as number;
   const servedBy = (port: number) => (slot: number) =>
     ranges.some((range) => range.master === port && range.from <= slot && slot <= range.to);
-  // The client may still be catching up with an earlier failover: wait until it reaches every master.
+  // The client may still be catching up with an earlier failover: wait until it reaches every
+  // master (a degraded answer is the policy's, not the master's).
   for (const port of masters) {
     const key = findKey(limiter, `warm-up-${port}`, servedBy(port));
     await waitFor(
       () =>
         limiter.peek(key).then(
-          () => true,
+          (decision) => decision.degraded === false,
           () => false,
         ),
       `${name} to reach ${port}`,
@@ -207,6 +208,12 @@ async function killMasterUnderLoad(store: Store, name: string, resumesOnPromoted
       findKey(limiter, `b-${port}`, servedBy(port)),
     ]);
   const loads = others.map((key) => load(limiter, key, 5));
+  // Steady traffic on many of the victim's slots too: each slot fails and recovers on its own.
+  const victimSlots = Array.from({ length: 16 }, (_, i) => findKey(limiter, `slot${i}`, servedBy(victim)));
+  const victimLoads = victimSlots.map((key) => load(limiter, key, 20));
+  const events: string[] = [];
+  limiter.on('degraded', ({ reason }) => events.push(`degraded:${reason}`));
+  limiter.on('recovered', () => events.push('recovered'));
 
   let admitted = 0;
   for (let i = 0; i < 20; i++) if (admittedByStore(await limiter.check(victimKey))) admitted++;
@@ -265,7 +272,16 @@ async function killMasterUnderLoad(store: Store, name: string, resumesOnPromoted
   expect(outcomes.filter((outcome) => outcome !== 'failed' && outcome !== 'allowed')).toEqual([]);
   admitted += outcomes.filter((outcome) => outcome === 'allowed').length;
   for (let i = 0; i < 10; i++) if (admittedByStore(await limiter.check(victimKey))) admitted++;
-  await Promise.all(loads.map((running) => running.stop()));
+  // Each of the victim's slots recovers at its next call after its breaker's cool-down.
+  await waitFor(
+    () => events.at(-1) === 'recovered',
+    () => `recovered (events: ${events.join(', ')})`,
+  );
+  await Promise.all([...loads, ...victimLoads].map((running) => running.stop()));
+  // One degraded when the victim's slots start failing, one recovered once they all answer again.
+  expect(events).toHaveLength(2);
+  expect(events[0]).toMatch(/^degraded:(error|timeout)$/);
+  expect(events[1]).toBe('recovered');
 
   // Keys on the other masters never saw an error; every count is exact.
   expect(loads.flatMap(({ tally }) => tally.errors)).toEqual([]);

@@ -69,15 +69,19 @@ export async function waitForPing(port: number, timeoutMs = 10_000): Promise<voi
   }
 }
 
-/** Starts a redis-server on `port` (default: a free one) with `extraArgs` appended. */
+/**
+ * Starts a redis-server on `port` (default: a free one) with `args` appended; `config`, a config
+ * file read first (a Sentinel needs one it can rewrite).
+ */
 export async function startRedisServer(
-  options: { port?: number; args?: string[] } = {},
+  options: { port?: number; args?: string[]; config?: string } = {},
 ): Promise<RedisServer> {
   for (let attempt = 0; ; attempt++) {
     const port = options.port ?? (await freePort());
     const child = spawn(
       'redis-server',
       [
+        ...(options.config === undefined ? [] : [options.config]),
         '--port',
         String(port),
         '--bind',
