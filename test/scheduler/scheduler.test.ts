@@ -19,7 +19,7 @@ const oneAtATime: RuleOptions = { name: 'one', algorithm: 'concurrency', limit: 
 
 /** A promise with its resolver, to hold a job running until the test lets it go. */
 function deferred(): { promise: Promise<void>; release: () => void } {
-  let release = () => undefined as void;
+  let release: () => void = () => undefined;
   const promise = new Promise<void>((resolve) => {
     release = resolve;
   });
