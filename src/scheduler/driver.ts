@@ -16,6 +16,8 @@ const JITTER_MS = 50;
 /** A failed leave is sent again after this long, a few times: an entry left behind would block its key. */
 const RETRY_MS = 1_000;
 const LEAVE_TRIES = 5;
+/** Keys remembered for the `paused` event of pauses other processes set. */
+const KNOWN_KEYS = 10_000;
 
 interface KeyRun {
   readonly key: string;
@@ -58,12 +60,17 @@ export interface Driver {
 export function createDriver(hooks: DriverHooks): Driver {
   const { limiter, queues } = hooks;
   const runs = new Map<string, KeyRun>();
+  // Keys of this process's jobs by head, so a pause told by another process names its key.
+  const known = new Map<string, string>();
   const waiting = new Set<Job>();
 
   function runOf(key: string): KeyRun {
     const head = keyHead(limiter.prefix, key);
     let run = runs.get(head);
     if (run === undefined) {
+      known.delete(head);
+      known.set(head, key);
+      if (known.size > KNOWN_KEYS) known.delete(known.keys().next().value as string);
       run = {
         key,
         head,
@@ -261,10 +268,13 @@ export function createDriver(hooks: DriverHooks): Driver {
     },
     giveUp,
     news(news) {
+      if (news.kind === 'pause') {
+        const key = known.get(news.head);
+        if (key !== undefined && news.origin !== queues.id) hooks.paused(key, news.until, news.source);
+        return;
+      }
       const run = runs.get(news.head);
-      if (run === undefined) return;
-      if (news.kind === 'turn') apply(run, news.turn, news.forced);
-      else if (news.origin !== queues.id) hooks.paused(run.key, news.until, news.source);
+      if (run !== undefined) apply(run, news.turn, news.forced);
     },
     heartbeat() {
       for (const run of runs.values()) {
