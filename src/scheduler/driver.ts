@@ -5,8 +5,9 @@
  * the queue and starts; the next head is told by the queue (pub/sub on Redis). A job given up
  * while waiting leaves the queue having taken nothing.
  */
+
+import { encodeKey, keyHead } from '../base/key-encoding.js';
 import type { Decision } from '../core/decision.js';
-import { encodeKey, keyHead } from '../core/key-encoding.js';
 import type { Limiter } from '../limiter.js';
 import type { GrantMark, QueueNews, QueueState, QueueTurn } from '../stores/queue-types.js';
 import type { Job } from './jobs.js';

@@ -4,8 +4,9 @@
  * Redis); driver.ts takes this process's jobs through it, this module runs them and learns from
  * their responses.
  */
+
+import { keyHead } from '../base/key-encoding.js';
 import type { Decision } from '../core/decision.js';
-import { keyHead } from '../core/key-encoding.js';
 import { describe } from '../describe.js';
 import { parseDuration } from '../duration.js';
 import { createEmitter } from '../emitter.js';
