@@ -24,7 +24,7 @@ import { createReading, type HeaderLookup, type UpstreamReading } from './upstre
 export type DialectReader = (get: HeaderLookup, status: number, nowMs: number) => UpstreamReading | undefined;
 
 /** The statuses whose Retry-After asks a client to hold off (RFC 6585, RFC 9110 §15.6.4). */
-const PAUSING = new Set([429, 503]);
+export const PAUSING: ReadonlySet<number> = new Set([429, 503]);
 
 function nonNegativeInteger(bare: SfBare | undefined): number | undefined {
   return bare?.type === 'integer' ? clampCount(bare.value) : undefined;

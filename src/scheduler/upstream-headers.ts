@@ -5,8 +5,8 @@
  * [0, 10^15 - 1]. A header that does not parse is ignored, never guessed at.
  */
 import { describe } from '../describe.js';
-import { DIALECT_READERS } from './header-dialects.js';
-import { clampCount, clampWait } from './header-values.js';
+import { DIALECT_READERS, PAUSING } from './header-dialects.js';
+import { clampCount, clampWait, readRetryAfter } from './header-values.js';
 import {
   type BudgetReader,
   createReading,
@@ -56,15 +56,17 @@ function userBudget(value: unknown): UpstreamBudget {
 }
 
 function userReader(read: UserBudgetReader): BudgetReader {
-  return function readUserBudgets(response) {
+  return function readUserBudgets(response, nowMs) {
     const result = read(response);
-    if (result === null || typeof result !== 'object') return undefined;
+    const reading = createReading();
+    // Retry-After is read as in every dialect; the function adds budgets (and pauses) to it.
+    if (PAUSING.has(statusOf(response))) reading.pause(readRetryAfter(headerLookup(response.headers), nowMs));
+    if (result === null || typeof result !== 'object') return reading.done();
     if (typeof (result as { then?: unknown }).then === 'function') {
       throw new TypeError('headers: the function returned a promise; it must return the budget itself');
     }
     const fields = result as Record<string, unknown>;
     const single = BUDGET_FIELDS.some((field) => typeof fields[field] === 'number');
-    const reading = createReading();
     for (const [name, value] of single ? [['requests', result] as const] : Object.entries(fields)) {
       const budget = userBudget(value);
       reading.budget(name, budget);
@@ -80,7 +82,7 @@ function userReader(read: UserBudgetReader): BudgetReader {
  * `undefined` for `false`. `undefined` is the default, `'ietf'`. A user function
  * `(response) => UpstreamBudget | Record<string, UpstreamBudget> | undefined` is wrapped (a
  * single budget is named 'requests'); what it returns is clamped like a header, and what it
- * throws reaches the caller.
+ * throws reaches the caller. A 429 or 503's Retry-After is read beside it, as in every dialect.
  *
  * @example
  * const read = budgetReader('openai');
@@ -98,6 +100,6 @@ export function budgetReader(
   }
   const Problem = typeof option === 'string' ? RangeError : TypeError;
   throw new Problem(
-    `headers: ${describe(option)} is not a header dialect; use ${HEADER_DIALECTS.map((d) => `'${d}'`).join(', ')}, a function (response) => budget, or false`,
+    `headers: ${describe(option)} must be ${HEADER_DIALECTS.map((d) => `'${d}'`).join(', ')}, a function (response) => budget, or false`,
   );
 }

@@ -400,7 +400,7 @@ describe('the headers option', () => {
   it('refuses anything else, naming the option, the value and the allowed values', () => {
     expect(() => budgetReader('OpenAI' as HeaderDialect)).toThrow(
       new RangeError(
-        `headers: "OpenAI" is not a header dialect; use 'ietf', 'openai', 'anthropic', 'github', a function (response) => budget, or false`,
+        `headers: "OpenAI" must be 'ietf', 'openai', 'anthropic', 'github', a function (response) => budget, or false`,
       ),
     );
     for (const bad of [true, 7, {}, null]) {
@@ -421,6 +421,16 @@ describe('the headers option', () => {
     const pause = reader(() => ({ retryAfterMs: Number.POSITIVE_INFINITY }));
     expect(pause({ status: 429, headers: {} }, 0)).toEqual({ retryAfterMs: DAY, budgets: {} });
     expect(reader(() => undefined)({ status: 200, headers: {} }, 0)).toBeUndefined();
+  });
+
+  it("reads a 429's Retry-After beside the function, as every dialect does", () => {
+    const retry = { status: 429, headers: { 'retry-after': '3' } };
+    expect(reader(() => undefined)(retry, 0)).toEqual({ retryAfterMs: 3000, budgets: {} });
+    expect(reader(() => ({ remaining: 0, retryAfterMs: 5000 }))(retry, 0)).toEqual({
+      retryAfterMs: 5000,
+      budgets: { requests: { remaining: 0, retryAfterMs: 5000 } },
+    });
+    expect(reader(() => undefined)({ ...retry, status: 200 }, 0)).toBeUndefined();
   });
 
   it('hands the function the response, and lets its exception and a promise reach the caller', () => {
