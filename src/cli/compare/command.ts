@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { AlgorithmName } from '../../index.js';
-import * as floodgate from '../../index.js';
+import { createScheduler } from '../../index.js';
 import { MAX_UNITS_TIMES_WINDOW, RATE_ALGORITHM_NAMES, SLIDING_LOG_MAX_LIMIT } from '../../internal.js';
 import {
   durationOption,
@@ -249,11 +249,8 @@ async function compareSchedules(
   settings: ScheduleLabSettings,
   options: ReturnType<typeof parseCompareSettings>,
 ): Promise<number> {
-  const createScheduler = (floodgate as unknown as { createScheduler?: LabSchedulerFactory }).createScheduler;
-  if (createScheduler === undefined)
-    throw new RuntimeFailure('compare --schedule: this build has no createScheduler');
   const progress = createProgress(process.stderr, options.progress);
-  const runs = await runScheduleLab(settings, createScheduler, (mode) =>
+  const runs = await runScheduleLab(settings, createScheduler as LabSchedulerFactory, (mode) =>
     progress.step(`compare --schedule: ${mode}`),
   );
   progress.end();
