@@ -6,7 +6,7 @@
  * while waiting leaves the queue having taken nothing.
  */
 import type { Decision } from '../core/decision.js';
-import { encodeKey, keyHead } from '../core/key-encoding.js';
+import { encodeKey, keyHead } from '../base/key-encoding.js';
 import type { Limiter } from '../limiter.js';
 import type { GrantMark, QueueNews, QueueState, QueueTurn } from '../stores/queue-types.js';
 import type { Job } from './jobs.js';

@@ -5,7 +5,7 @@
  * their responses.
  */
 import type { Decision } from '../core/decision.js';
-import { keyHead } from '../core/key-encoding.js';
+import { keyHead } from '../base/key-encoding.js';
 import { describe } from '../describe.js';
 import { parseDuration } from '../duration.js';
 import { createEmitter } from '../emitter.js';
