@@ -57,7 +57,7 @@ const MAY_IMPORT: Record<string, Allowed[]> = {
   'base/': ['leaf', 'algorithms/'],
   'rules.ts': LOW,
   'stores/types.ts': ['base/', 'stores/queue-types.ts'],
-  'stores/queue-types.ts': [],
+  'stores/queue-types.ts': ['base/'],
   'stores/memory/': STORE,
   'stores/redis/': STORE,
   'resilience/': ['leaf', 'base/', 'stores/types.ts'],
