@@ -25,12 +25,16 @@ let prefixes = 0;
 const clients: Redis[] = [];
 
 /** Schedulers on one prefix, each with a client of its own (as separate processes would have). */
-function fleet(count: number, rules: RuleOptions | RuleOptions[]): Scheduler[] {
+function fleet(
+  count: number,
+  rules: RuleOptions | RuleOptions[],
+  headers: 'ietf' | 'openai' = 'ietf',
+): Scheduler[] {
   const prefix = `fleet${prefixes++}`;
   return Array.from({ length: count }, () => {
     const own = new Redis(server.port, '127.0.0.1');
     clients.push(own);
-    return createScheduler({ store: redisStore({ client: own }), prefix, rules, timeout: '2s' });
+    return createScheduler({ store: redisStore({ client: own }), prefix, rules, timeout: '2s', headers });
   });
 }
 
@@ -84,8 +88,14 @@ describe('schedulers sharing a Redis', () => {
     await settled([one, two]);
   });
 
-  it('steady state: at most 3 Redis commands per job (enqueue, check, leave)', async () => {
-    const [scheduler] = fleet(1, { algorithm: 'fixed-window', limit: 10_000, window: '1m' }) as [Scheduler];
+  it('steady state: 3 Redis commands per job (enqueue, check, leave), learned budgets riding along', async () => {
+    const [scheduler] = fleet(1, { algorithm: 'fixed-window', limit: 10_000, window: '1m' }, 'openai') as [
+      Scheduler,
+    ];
+    const budget = () =>
+      new Response('ok', {
+        headers: { 'x-ratelimit-remaining-requests': '5000', 'x-ratelimit-reset-requests': '1m' },
+      });
     await scheduler.schedule(() => 'warm', { key: 'count' });
     // Commands as the client sends them (a script's inner calls are not commands sent).
     const own = clients.at(-1) as Redis;
@@ -96,8 +106,11 @@ describe('schedulers sharing a Redis', () => {
       return send(...args);
     };
     const jobs = 200;
-    await Promise.all(Array.from({ length: jobs }, () => scheduler.schedule(() => 1, { key: 'count' })));
-    expect(commands / jobs).toBe(3);
+    await Promise.all(Array.from({ length: jobs }, () => scheduler.schedule(budget, { key: 'count' })));
+    // Budgets that find no call of the key within 20 ms (the last ones; a stall of this shared
+    // machine) are sent on their own: a few calls, bounded here at one per 20 jobs.
+    expect(commands).toBeGreaterThanOrEqual(3 * jobs);
+    expect(commands).toBeLessThanOrEqual(3 * jobs + jobs / 20);
     await settled([scheduler]);
   });
 

@@ -9,8 +9,9 @@
  * "remaining,grants,units,resetAt").
  * ARGV: mode, now (ms, -1 for the server's TIME), participant, channel, the key head (named in
  * news), then per mode:
- *   'e' enqueue: priority, tenant, cost. Reply: id, then the turn (version, head, waitMs, queued).
- *   'l' leave: id, granted (1/0). Reply: grants, units, then the turn.
+ *   'e' enqueue: priority, tenant, cost, then budgets to hold as for 'b'. Reply: id, then the
+ *       turn (version, head, waitMs, queued).
+ *   'l' leave: id, granted (1/0), then budgets to hold as for 'b'. Reply: grants, units, then the turn.
  *   'h' heartbeat (renews the participant's liveness): the turn.
  *   'w' wake: tells the turn again. 'x' close: the participant's ids; drops them and its liveness.
  *   'p' pause: ms, source. Reply: the pause's end. 'b' learn: per budget name, remaining,
@@ -88,16 +89,18 @@ local function finish(force)
   return { version, head, wait, queued }
 end
 
-local function learn(a)
-  local grants, units = num(h, 'g'), num(h, 'u')
+-- Holds the budgets given from args[a] on (name, remaining, grants, units, resetMs each); true if any.
+local function hold(a)
+  local grants, units, held = num(h, 'g'), num(h, 'u'), false
   while args[a] do
+    held = true
     local budget, remaining, g, u = args[a], tonumber(args[a + 1]), tonumber(args[a + 2]), tonumber(args[a + 3])
     local resetAt = now + tonumber(args[a + 4])
     local requests = budget == 'requests'
     local keep = false
-    local held = redis.call('HGET', b, budget)
-    if held then
-      local hr, hg, hu, hReset = string.match(held, '^(-?%d+),(%d+),(%d+),(%d+)$')
+    local current = redis.call('HGET', b, budget)
+    if current then
+      local hr, hg, hu, hReset = string.match(current, '^(-?%d+),(%d+),(%d+),(%d+)$')
       -- An older observation (an earlier grant) only ever lowers what is held.
       if tonumber(hReset) > now and g < tonumber(hg) then
         local heldLeft = tonumber(hr) - (requests and grants - tonumber(hg) or units - tonumber(hu))
@@ -110,6 +113,12 @@ local function learn(a)
     end
     a = a + 5
   end
+  return held
+end
+
+-- The turn after budgets were held: told again when they now hold the head back.
+local function finishHeld(held)
+  if not held then return finish(false) end
   local first = firstLive()
   return finish(first ~= nil and waitFor(first) > 0)
 end
@@ -127,15 +136,17 @@ local function run(KEYS, ARGV)
   redis.call('HSET', h, 'a:' .. me, int(now + LIVENESS))
   if mode == 'e' then
     local priority, tenant, cost = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+    local held = hold(9)
     local seq = redis.call('HINCRBY', h, 's', 1)
     local start = math.max(num(h, 'vt'), num(t, tenant))
     redis.call('HSET', t, tenant, int(start + cost))
     local id = string.format('%012d', seq) .. '|' .. me .. '|' .. int(cost) .. '|' .. tenant
     redis.call('ZADD', q, int(priority * SHIFT + start), id)
-    local turn = finish(false)
+    local turn = finishHeld(held)
     return { id, turn[1], turn[2], turn[3], turn[4] }
   elseif mode == 'l' then
     local id = ARGV[6]
+    local held = hold(8)
     local score = redis.call('ZSCORE', q, id)
     if score then redis.call('ZREM', q, id) end
     if ARGV[7] == '1' then
@@ -144,7 +155,7 @@ local function run(KEYS, ARGV)
       local start = score and tonumber(score) % SHIFT or 0
       if start > num(h, 'vt') then redis.call('HSET', h, 'vt', int(start)) end
     end
-    local turn = finish(false)
+    local turn = finishHeld(held)
     return { num(h, 'g'), num(h, 'u'), turn[1], turn[2], turn[3], turn[4] }
   elseif mode == 'h' then
     return finish(false)
@@ -161,7 +172,7 @@ local function run(KEYS, ARGV)
     finish(true)
     return untilMs
   elseif mode == 'b' then
-    return learn(6)
+    return finishHeld(hold(6))
   end
   return redis.error_reply('floodgate queue: unknown mode ' .. tostring(mode))
 end

@@ -10,6 +10,9 @@ import type { Run } from './calls.js';
 import { QUEUE_SCRIPT } from './queue-script.js';
 import type { Subscribe } from './subscriber.js';
 
+/** Longest a learned budget waits for a call to travel with. */
+const LEARN_DELAY_MS = 20;
+
 const keysOf = (head: string): string[] => [`${head}:~q`, `${head}:~h`, `${head}:~t`, `${head}:~b`];
 
 function turnOf(reply: readonly unknown[], from: number): QueueTurn {
@@ -51,6 +54,21 @@ export function redisQueues(run: Run, now: () => string, subscribe: Subscribe | 
         if (news !== undefined) listener(news);
       }).catch(() => undefined) ?? Promise.resolve(undefined);
     const mine = new Map<string, Set<string>>();
+    // Budgets observed, by key head: sent with the key's next enqueue or leave (no call of their
+    // own in steady state), or on their own after LEARN_DELAY_MS when none comes.
+    const pending = new Map<string, string[]>();
+    let flushing: ReturnType<typeof setTimeout> | undefined;
+
+    function takePending(head: string): string[] {
+      const budgets = pending.get(head) ?? [];
+      pending.delete(head);
+      return budgets;
+    }
+
+    function flush(): void {
+      flushing = undefined;
+      for (const head of [...pending.keys()]) call('b', head, ...takePending(head)).catch(() => undefined);
+    }
 
     async function call(mode: string, head: string, ...extra: string[]): Promise<unknown[]> {
       const reply = await run(QUEUE_SCRIPT, keysOf(head), [mode, now(), id, channel, head, ...extra]);
@@ -61,7 +79,7 @@ export function redisQueues(run: Run, now: () => string, subscribe: Subscribe | 
       id,
       async enqueue(head, priority, tenant, cost) {
         await subscribed;
-        const reply = await call('e', head, String(priority), tenant, String(cost));
+        const reply = await call('e', head, String(priority), tenant, String(cost), ...takePending(head));
         const entry = String(reply[0]);
         const own = mine.get(head) ?? new Set<string>();
         mine.set(head, own);
@@ -70,7 +88,7 @@ export function redisQueues(run: Run, now: () => string, subscribe: Subscribe | 
       },
       async leave(head, entry, granted) {
         mine.get(head)?.delete(entry);
-        const reply = await call('l', head, entry, granted ? '1' : '0');
+        const reply = await call('l', head, entry, granted ? '1' : '0', ...takePending(head));
         const mark: GrantMark = { grants: Number(reply[0]), units: Number(reply[1]) };
         return { mark, turn: turnOf(reply, 2) };
       },
@@ -92,9 +110,12 @@ export function redisQueues(run: Run, now: () => string, subscribe: Subscribe | 
           String(budget.mark.units),
           String(budget.resetMs),
         ]);
-        await call('b', head, ...args);
+        pending.set(head, [...(pending.get(head) ?? []), ...args]);
+        flushing ??= setTimeout(flush, LEARN_DELAY_MS);
       },
       async close() {
+        clearTimeout(flushing);
+        flush();
         const entries = [...mine];
         mine.clear();
         await Promise.all(entries.map(([head, ids]) => call('x', head, ...ids)));
