@@ -12,6 +12,8 @@ import { HOT_KEY_LIMIT, type HotKeyRow } from './scenarios/hot-key.js';
 import type { HttpRun } from './scenarios/http.js';
 import { LARGE_WORKLOAD_ALGORITHMS, type MemoryRun } from './scenarios/memory-store.js';
 import type { RedisCost } from './scenarios/redis-cost.js';
+import type { SchedulerRow } from './scenarios/scheduler.js';
+import { schedulerSection } from './scheduler-report.js';
 import { count, micros, perDecision, ratio, table } from './support/markdown.js';
 import type { Settings } from './support/settings.js';
 import { targetsSection } from './targets.js';
@@ -40,6 +42,7 @@ export interface BenchResults {
   http?: HttpRun[];
   clockSkew?: SkewRow[];
   hotKey?: HotKeyRow[];
+  scheduler?: SchedulerRow[];
 }
 
 interface Named {
@@ -293,5 +296,6 @@ export function renderReport(results: BenchResults): string {
   if (results.clockSkew) sections.push(clockSkewSection(results.clockSkew));
   if (results.hotKey) sections.push(hotKeySection(results.hotKey));
   sections.push(triedSection());
+  if (results.scheduler) sections.push(schedulerSection(results.scheduler));
   return `${sections.join('\n')}`;
 }

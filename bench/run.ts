@@ -12,6 +12,7 @@ import { runHotKey } from './scenarios/hot-key.js';
 import { runHttp } from './scenarios/http.js';
 import { runMemoryStore } from './scenarios/memory-store.js';
 import { runRedisCost } from './scenarios/redis-cost.js';
+import { runScheduler } from './scenarios/scheduler.js';
 import type { BenchContext } from './support/context.js';
 import { connect, redisVersion, startBenchRedis } from './support/redis.js';
 import { parseSettings } from './support/settings.js';
@@ -25,6 +26,8 @@ const PACKAGES = [
   'fastify',
   'express',
   'autocannon',
+  'p-queue',
+  'bottleneck',
 ];
 
 function versionOf(packageJson: URL): string {
@@ -78,6 +81,7 @@ async function main(): Promise<void> {
       if (scenario === 'http') results.http = await runHttp(context);
       if (scenario === 'clock-skew') results.clockSkew = await runClockSkew(context);
       if (scenario === 'hot-key') results.hotKey = await runHotKey(context);
+      if (scenario === 'scheduler') results.scheduler = await runScheduler(context);
     }
     const report = renderReport({
       ...results,

@@ -30,3 +30,19 @@ export class StoreTimeoutError extends Error {
     this.name = 'StoreTimeoutError';
   }
 }
+
+/** A job given to a scheduler while `highWater` jobs already wait in this process: rejected at once. */
+export class QueueFullError extends Error {
+  constructor(highWater: number) {
+    super(`floodgate: ${highWater} jobs already wait in this scheduler (highWater); the job was not queued`);
+    this.name = 'QueueFullError';
+  }
+}
+
+/** A scheduled job that waited its whole `maxWait` without its turn: it never ran and took nothing. */
+export class WaitTimeoutError extends Error {
+  constructor(maxWaitMs: number) {
+    super(`floodgate: the job waited ${maxWaitMs} ms (maxWait) without its turn; it never ran`);
+    this.name = 'WaitTimeoutError';
+  }
+}

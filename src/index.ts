@@ -17,12 +17,26 @@ export type {
 export { createOverrideAdmin } from './core/overrides.js';
 export type { Duration } from './duration.js';
 export { parseDuration } from './duration.js';
-export { LimiterClosedError, StoreClosedError } from './errors.js';
+export { LimiterClosedError, QueueFullError, StoreClosedError, WaitTimeoutError } from './errors.js';
 export type { ApiKeyOrAddress, ApiKeyOrAddressOptions } from './http/known-key.js';
 export { apiKeyOrAddress } from './http/known-key.js';
 export type { Limiter, LimiterEvents, LimiterOptions, RuleInfo } from './limiter.js';
 export { createLimiter } from './limiter.js';
 export type { RuleCounts, RuleOptions } from './rules.js';
+export type {
+  Grant,
+  ScheduleOptions,
+  Scheduler,
+  SchedulerEvents,
+  SchedulerFetchOptions,
+  SchedulerOptions,
+} from './scheduler/options.js';
+export { createScheduler } from './scheduler/scheduler.js';
+export type {
+  HeaderDialect,
+  ResponseLike,
+  UpstreamBudget,
+} from './scheduler/upstream-headers.js';
 export type { MemoryStoreOptions } from './stores/memory/store.js';
 export { memoryStore } from './stores/memory/store.js';
 export type { RedisClientLike, ScriptRunner } from './stores/redis/client.js';

@@ -188,7 +188,7 @@ export interface Limiter {
   off<E extends keyof LimiterEvents>(event: E, listener: (...args: LimiterEvents[E]) => void): this;
 }
 
-const LIMITER_OPTIONS = new Set([
+export const LIMITER_OPTIONS: ReadonlySet<string> = new Set([
   'rules',
   'plans',
   'defaultPlan',

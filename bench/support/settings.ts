@@ -14,6 +14,7 @@ export const SCENARIOS = [
   'http',
   'clock-skew',
   'hot-key',
+  'scheduler',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 

@@ -5,6 +5,7 @@
  * the way, so the hot path needs no extra round trip.
  */
 import type { ResolvedRule } from '../base/types.js';
+import type { OpenQueues } from './queue-types.js';
 
 /**
  * A store's answer to `evaluate` when asked to check the key's override (`overrideSeen`) and it
@@ -214,6 +215,11 @@ export interface Store {
    * rejects. Optional.
    */
   inspect?(): Promise<readonly StoreWarning[]>;
+  /**
+   * The scheduler's shared queues on this store (see queue-types.ts): a new participant per call.
+   * Stores without it cannot back a scheduler.
+   */
+  readonly queues?: OpenQueues;
   /** Forgets all state of the rules under `head` (not its override). */
   reset(head: string, rules: readonly ResolvedRule[]): Promise<void>;
   /** Stores `value` as the override of `key` under `prefix`, for `ttlMs` (undefined: until cleared). */

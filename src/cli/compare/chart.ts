@@ -7,7 +7,7 @@
 import { formatDuration } from '../../internal.js';
 import type { CompareReport } from './report.js';
 
-const COLORS = {
+export const COLORS = {
   admitted: '#3b8f4a',
   rejected: '#e0796b',
   line: '#1f4e9c',
@@ -137,12 +137,17 @@ export function renderSvg(report: CompareReport): string {
 
 /** The SVG inside a minimal HTML page, with the text report under it. */
 export function renderHtml(report: CompareReport, textReport: string): string {
+  return htmlPage(renderSvg(report), textReport);
+}
+
+/** A chart inside a minimal HTML page, with the text report under it. */
+export function htmlPage(svg: string, textReport: string): string {
   return `<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>floodgate compare</title>
 <style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#222}pre{font-size:12px;overflow-x:auto}</style></head>
 <body>
-${renderSvg(report)}
+${svg}
 <pre>${escapeXml(textReport)}</pre>
 </body>
 </html>
@@ -170,7 +175,7 @@ function legend(x: number, y: number, W: string): string {
   return items.join('\n');
 }
 
-function line(
+export function line(
   x1: number,
   y1: number,
   x2: number,
@@ -182,7 +187,7 @@ function line(
   return `<line x1="${x1.toFixed(1)}" y1="${y1.toFixed(1)}" x2="${x2.toFixed(1)}" y2="${y2.toFixed(1)}" stroke="${color}" stroke-width="${width}"${dash ? ` stroke-dasharray="${dash}"` : ''}/>`;
 }
 
-function text(
+export function text(
   x: number,
   y: number,
   content: string,

@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { AlgorithmName } from '../../index.js';
+import { createScheduler } from '../../index.js';
 import { MAX_UNITS_TIMES_WINDOW, RATE_ALGORITHM_NAMES, SLIDING_LOG_MAX_LIMIT } from '../../internal.js';
 import {
   durationOption,
@@ -15,11 +16,14 @@ import {
 } from '../args.js';
 import { createProgress } from '../progress.js';
 import { connectRedis, redisTargetFrom } from '../redis.js';
-import { renderHtml, renderSvg } from './chart.js';
+import { htmlPage, renderHtml, renderSvg } from './chart.js';
+import { UPSTREAM_DIALECTS, type UpstreamDialect } from './hidden-limit.js';
 import { type LeaseBackend, leaseText, memoryBackend, redisBackend, runLeaseComparison } from './lease.js';
 import { buildReport, reportJson, reportText } from './report.js';
 import { type CompareSettings, runComparison } from './run.js';
 import { SCENARIO_NAMES, type ScenarioName } from './scenarios.js';
+import { type LabSchedulerFactory, runScheduleLab, type ScheduleLabSettings } from './schedule-lab.js';
+import { scheduleSvg, scheduleText } from './schedule-report.js';
 
 export const COMPARE_HELP = `Usage: floodgate compare [options]
 
@@ -43,7 +47,18 @@ Options:
                       time (default --limit 1000/1s: about 6 s; --window 1m runs 6 minutes), on
                       --redis or else on an in-process stand-in for a shared store; prints store
                       calls per decision and the quota stranded in slices every tenth of a window
-  --processes N       processes of --lease (default 4)
+  --processes N       processes of --lease and --schedule (default 4)
+  --schedule          instead: a lab of the scheduler. --workers (default 50) in --processes
+                      call an upstream that allows --limit (default 60/1s) requests and --tokens
+                      (default 100000) per window, answering in --dialect headers (openai,
+                      anthropic, github, github-secondary, ietf; default openai), for 3 windows
+                      in real time, three ways: without a scheduler, with one whose rules are
+                      twice too loose, and with the same reading the upstream's headers; prints
+                      served calls, upstream 429s and the budget used (--chart: queue depth,
+                      grants and 429s over time)
+  --workers N         workers of --schedule (default 50)
+  --tokens N          tokens per window the --schedule upstream allows (default 100000)
+  --dialect NAME      headers of the --schedule upstream (default openai)
   --json              print the results as JSON on stdout
   --chart FILE        write admitted vs rejected over time per algorithm to FILE (.svg or .html)
   --progress          show progress on stderr even when stderr is not a terminal
@@ -66,6 +81,10 @@ const OPTIONS = {
   progress: { type: 'boolean' },
   lease: { type: 'boolean' },
   processes: { type: 'string' },
+  schedule: { type: 'boolean' },
+  workers: { type: 'string' },
+  tokens: { type: 'string' },
+  dialect: { type: 'string' },
 } as const;
 
 /** Largest limit compare accepts: its scenarios send up to 30 × the limit per client. */
@@ -85,6 +104,7 @@ export function parseCompareSettings(argv: readonly string[]): {
   redis?: string;
   progress: boolean;
   lease?: { processes: number };
+  schedule?: ScheduleLabSettings;
 } {
   const parsed = parseCommandArgs('compare', argv, OPTIONS, 0);
   const limitText = stringOption(parsed, 'limit');
@@ -133,7 +153,18 @@ export function parseCompareSettings(argv: readonly string[]): {
   const redis = stringOption(parsed, 'redis');
   if (redis !== undefined) redisTargetFrom(redis, undefined, {});
   const processesText = stringOption(parsed, 'processes');
-  if (!lease && processesText !== undefined) throw new UsageError('--processes: only with --lease');
+  const schedule = parsed.values.schedule === true;
+  if (schedule && lease) throw new UsageError('--schedule: not with --lease; run one lab at a time');
+  if (schedule && redis !== undefined) {
+    throw new UsageError('--schedule: its processes share one in-process store; drop --redis');
+  }
+  if (!lease && !schedule && processesText !== undefined) {
+    throw new UsageError('--processes: only with --lease or --schedule');
+  }
+  for (const flag of ['workers', 'tokens', 'dialect'] as const) {
+    if (!schedule && parsed.values[flag] !== undefined)
+      throw new UsageError(`--${flag}: only with --schedule`);
+  }
   return {
     help: parsed.values.help === true,
     settings: {
@@ -154,6 +185,27 @@ export function parseCompareSettings(argv: readonly string[]): {
       ? {
           lease: {
             processes: processesText === undefined ? 4 : integerOption(processesText, '--processes', 1, 64),
+          },
+        }
+      : {}),
+    ...(schedule
+      ? {
+          schedule: {
+            // The lab's own defaults: a limit a few seconds of real time show well.
+            requests: limitText === undefined ? 60 : limit,
+            windowMs: limitText === undefined && windowText === undefined ? 1000 : windowMs,
+            tokens: integerOption(stringOption(parsed, 'tokens') ?? '100000', '--tokens', 1, 1_000_000_000),
+            windows: 3,
+            processes: processesText === undefined ? 4 : integerOption(processesText, '--processes', 1, 64),
+            workers: integerOption(stringOption(parsed, 'workers') ?? '50', '--workers', 1, 1000),
+            dialect: listOption(
+              stringOption(parsed, 'dialect') ?? 'openai',
+              '--dialect',
+              UPSTREAM_DIALECTS,
+            )[0] as UpstreamDialect,
+            latencyMs: 100,
+            seed: seedText === undefined ? 1 : integerOption(seedText, '--seed', 0, 2 ** 32 - 1),
+            buckets: 60,
           },
         }
       : {}),
@@ -205,6 +257,37 @@ async function compareLeases(options: ReturnType<typeof parseCompareSettings>): 
   return 0;
 }
 
+async function compareSchedules(
+  settings: ScheduleLabSettings,
+  options: ReturnType<typeof parseCompareSettings>,
+): Promise<number> {
+  const progress = createProgress(process.stderr, options.progress);
+  const runs = await runScheduleLab(settings, createScheduler as LabSchedulerFactory, (mode) =>
+    progress.step(`compare --schedule: ${mode}`),
+  );
+  progress.end();
+  const text = scheduleText(settings, runs);
+  process.stdout.write(options.json ? `${JSON.stringify({ ...settings, runs })}\n` : text);
+  if (options.chart !== undefined) {
+    const svg = scheduleSvg(settings, runs);
+    await writeChart(
+      options.chart,
+      options.chart.toLowerCase().endsWith('.svg') ? svg : htmlPage(svg, text),
+      options.json,
+    );
+  }
+  return 0;
+}
+
+async function writeChart(file: string, content: string, quiet: boolean): Promise<void> {
+  try {
+    await writeFile(file, content);
+  } catch (error) {
+    throw new RuntimeFailure(`--chart: cannot write ${file}: ${(error as Error).message}`);
+  }
+  if (!quiet) process.stdout.write(`\nChart written to ${file}\n`);
+}
+
 export async function compareCommand(argv: readonly string[]): Promise<number> {
   const options = parseCompareSettings(argv);
   if (options.help) {
@@ -212,6 +295,7 @@ export async function compareCommand(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (options.lease !== undefined) return compareLeases(options);
+  if (options.schedule !== undefined) return compareSchedules(options.schedule, options);
   const progress = createProgress(process.stderr, options.progress);
   const connection =
     options.redis === undefined
@@ -237,12 +321,7 @@ export async function compareCommand(argv: readonly string[]): Promise<number> {
     const content = options.chart.toLowerCase().endsWith('.svg')
       ? renderSvg(report)
       : renderHtml(report, text);
-    try {
-      await writeFile(options.chart, content);
-    } catch (error) {
-      throw new RuntimeFailure(`--chart: cannot write ${options.chart}: ${(error as Error).message}`);
-    }
-    if (!options.json) process.stdout.write(`\nChart written to ${options.chart}\n`);
+    await writeChart(options.chart, content, options.json);
   }
   return 0;
 }

@@ -11,6 +11,7 @@ import { checkOptions } from '../../options.js';
 import type { CachedHead, Evaluated, OverrideChanged, RuleOutcome, Store } from '../types.js';
 import { createChains } from './chains.js';
 import { createMemoryOverrides } from './overrides.js';
+import { createMemoryQueues } from './queue.js';
 import { createRun } from './run.js';
 import { changeConcurrencySlots, resetSlots, settleSlots } from './settle.js';
 import type { Slot } from './slots.js';
@@ -81,6 +82,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store & { readonl
     local: true,
     inProcess: { evaluate: evaluateCached, maxKeys },
     clock,
+    queues: createMemoryQueues(clock),
     get size() {
       return chains.size;
     },

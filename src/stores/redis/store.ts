@@ -13,10 +13,12 @@ import { type RedisClientLike, type ScriptRunner, toScriptRunner } from './clien
 import { redisLease } from './lease.js';
 import { memoryPolicyWarnings, readMemoryPolicies } from './memory-policy.js';
 import { redisOverrides } from './overrides.js';
+import { redisQueues } from './queue.js';
 import { readinessOf } from './ready.js';
 import { describeRules, ruleKeys, settleArgs } from './rule-layout.js';
 import { BASE_SCRIPT } from './script.js';
 import { hashSlot } from './slot.js';
+import { subscriberOf } from './subscriber.js';
 
 export interface RedisStoreOptions {
   /** An ioredis `Redis`/`Cluster`, an iovalkey client, a node-redis client or cluster, or a `ScriptRunner`. */
@@ -140,6 +142,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     },
     evaluateWith: enqueue,
     lease: redisLease(run, now),
+    queues: redisQueues(run, now, subscriberOf(options.client)),
     async settle(head, rules, reserved, actual, tokens, refund) {
       await afterCheck('s', head, rules, reserved, actual, tokens, refund);
     },

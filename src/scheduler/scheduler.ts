@@ -1,0 +1,197 @@
+/**
+ * createScheduler: a limiter's rules describe an upstream's limits, and jobs wait their turn for
+ * them instead of being refused. The queue of each key is the store's (shared by every process on
+ * Redis); driver.ts takes this process's jobs through it, this module runs them and learns from
+ * their responses.
+ */
+
+import { keyHead } from '../base/key-encoding.js';
+import type { Decision } from '../core/decision.js';
+import { describe } from '../describe.js';
+import { parseDuration } from '../duration.js';
+import { createEmitter } from '../emitter.js';
+import { LimiterClosedError, QueueFullError } from '../errors.js';
+import { createLimiter, LIMITER_OPTIONS, type LimiterOptions } from '../limiter.js';
+import { checkOptions } from '../options.js';
+import type { GrantMark } from '../stores/queue-types.js';
+import { unref } from '../turns.js';
+import { createDriver } from './driver.js';
+import { createJob, type Job } from './jobs.js';
+import { createObserver } from './observe.js';
+import {
+  type Grant,
+  resolveHighWater,
+  resolveJobOptions,
+  resolveRetries,
+  type Scheduler,
+  type SchedulerEvents,
+  type SchedulerOptions,
+} from './options.js';
+import { type BudgetReader, budgetReader } from './upstream-headers.js';
+
+const SCHEDULER_OPTIONS = new Set([...LIMITER_OPTIONS, 'highWater', 'headers']);
+/** The safety re-check for news lost on the way (a dropped pub/sub connection), and liveness renewal. */
+const HEARTBEAT_MS = 1_000;
+
+/**
+ * Creates a scheduler: jobs run when the rules allow, in priority then fair tenant order, on one
+ * process (memory store) or across every process sharing a Redis store.
+ * @example
+ * const scheduler = createScheduler({
+ *   store: redisStore({ client: new Redis() }),
+ *   rules: [
+ *     { name: 'rpm', algorithm: 'sliding-window', limit: 500, window: '1m', counts: 'requests' },
+ *     { name: 'tpm', algorithm: 'sliding-window', limit: 200_000, window: '1m' },
+ *   ],
+ *   headers: 'openai',
+ * });
+ * const answer = await scheduler.schedule(async (grant) => {
+ *   const response = await callModel(prompt);
+ *   await grant.settle(response.usage.total_tokens);
+ *   return response;
+ * }, { key: 'openai', cost: 1_000, tenant: customerId });
+ */
+export function createScheduler(options: SchedulerOptions): Scheduler {
+  checkOptions(options, {
+    owner: 'createScheduler',
+    expected: 'an options object with rules',
+    known: SCHEDULER_OPTIONS,
+  });
+  const { highWater, headers, ...limiterOptions } = options;
+  const maxWaiting = resolveHighWater(highWater);
+  const reader = budgetReader(headers);
+  const limiter = createLimiter(limiterOptions as LimiterOptions);
+  const open = limiter.store.queues;
+  if (typeof open !== 'function') {
+    throw new TypeError(
+      `store: a '${limiter.store.kind}' store cannot back a scheduler (it has no queues); use memoryStore() or redisStore({ client })`,
+    );
+  }
+  const holdsSlots = limiter.rules.some((rule) => rule.algorithm === 'concurrency');
+  const emitter = createEmitter<SchedulerEvents>();
+  const queues = open(limiter.prefix, (news) => driver.news(news));
+  const observer = createObserver({
+    reader: reader ?? (budgetReader('ietf') as BudgetReader),
+    budgets: reader !== undefined,
+    pause: pauseKey,
+    learn: (key, budgets) => queues.learn(keyHead(limiter.prefix, key), budgets),
+  });
+  const driver = createDriver({
+    limiter,
+    queues,
+    start,
+    paused: (key, until, source) =>
+      emitter.emit('paused', { key, until, source: source as 'response' | 'pause' }),
+  });
+  // The memory store's queues lose no news and have no liveness to renew.
+  const heartbeat = limiter.store.local === true ? undefined : setInterval(driver.heartbeat, HEARTBEAT_MS);
+  if (heartbeat !== undefined) unref(heartbeat);
+  let running = 0;
+  let closing: Promise<void> | undefined;
+  let whenIdle: (() => void) | undefined;
+
+  async function pauseKey(key: string, ms: number, source: 'response' | 'pause'): Promise<void> {
+    const until = await queues.pause(keyHead(limiter.prefix, key), ms, source);
+    emitter.emit('paused', { key, until, source });
+  }
+
+  function start(job: Job, decision: Decision, mark: Promise<GrantMark>, done: () => void): void {
+    running++;
+    const { key, tenant } = job.options;
+    const grant: Grant = {
+      decision,
+      key,
+      tenant,
+      settle: (cost) => limiter.settle(decision, cost),
+      observe: (response) => observer.observe(key, response, mark),
+    };
+    const finish = async (): Promise<void> => {
+      if (holdsSlots) {
+        await limiter.release(decision).catch(() => undefined);
+        if (driver.queued(key) > 0) queues.wake(keyHead(limiter.prefix, key)).catch(() => undefined);
+      }
+      done();
+      if (--running === 0) whenIdle?.();
+    };
+    new Promise((resolve) => resolve(job.fn(grant))).then(
+      async (result) => {
+        if (typeof Response === 'function' && result instanceof Response)
+          observer.observeQuietly(key, result, mark);
+        await finish();
+        job.resolve(result);
+      },
+      async (error: unknown) => {
+        await finish();
+        job.reject(error);
+      },
+    );
+  }
+
+  const scheduler: Scheduler = {
+    schedule: function schedule<T>(fn: (grant: Grant) => T | PromiseLike<T>, scheduleOptions?: object) {
+      if (typeof fn !== 'function') {
+        return Promise.reject(new TypeError(`schedule: expected a function, got ${describe(fn)}`));
+      }
+      let jobOptions: ReturnType<typeof resolveJobOptions>;
+      try {
+        jobOptions = resolveJobOptions(scheduleOptions);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      if (closing !== undefined) return Promise.reject(new LimiterClosedError('schedule'));
+      const { signal } = jobOptions;
+      if (signal?.aborted === true) return Promise.reject(signal.reason);
+      if (driver.waiting() >= maxWaiting) return Promise.reject(new QueueFullError(maxWaiting));
+      return new Promise<Awaited<T>>((resolve, reject) => {
+        driver.submit(createJob(fn, jobOptions, resolve as (value: unknown) => void, reject, driver.giveUp));
+      });
+    },
+    wrap(fn, wrapOptions) {
+      resolveJobOptions(wrapOptions);
+      if (typeof fn !== 'function') throw new TypeError(`wrap: expected a function, got ${describe(fn)}`);
+      return function scheduled(...args) {
+        return scheduler.schedule(() => fn(...args), wrapOptions);
+      };
+    },
+    async fetch(input, init, fetchOptions) {
+      resolveJobOptions(fetchOptions, true);
+      const { retries, ...scheduleOptions } = fetchOptions ?? {};
+      const attempts = resolveRetries(retries) + 1;
+      for (let attempt = 1; ; attempt++) {
+        // A Request's body can be read once: each attempt sends a copy.
+        const request = input instanceof Request ? input.clone() : input;
+        const response = await scheduler.schedule(() => fetch(request, init), scheduleOptions);
+        if (response.status !== 429 || attempt >= attempts) return response;
+        // Its pause (if it gave one) is already the key's: the next attempt waits it out.
+        await response.body?.cancel().catch(() => undefined);
+      }
+    },
+    async pause(key, duration) {
+      if (typeof key !== 'string') throw new TypeError(`key: expected a string, got ${describe(key)}`);
+      const ms = parseDuration(duration, 'duration');
+      if (closing !== undefined) throw new LimiterClosedError('pause');
+      await pauseKey(key, ms, 'pause');
+    },
+    counts: () => ({ waiting: driver.waiting(), running }),
+    close() {
+      if (closing !== undefined) return closing;
+      clearInterval(heartbeat);
+      driver.rejectAll(new LimiterClosedError('schedule'));
+      closing = (async () => {
+        if (running > 0) await new Promise<void>((resolve) => (whenIdle = resolve));
+        await queues.close().catch(() => undefined);
+        await limiter.close();
+      })();
+      return closing;
+    },
+    on(event, listener) {
+      emitter.on(event, listener);
+      return this;
+    },
+    off(event, listener) {
+      emitter.off(event, listener);
+      return this;
+    },
+  };
+  return scheduler;
+}
