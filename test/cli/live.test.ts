@@ -134,9 +134,17 @@ describe('the live page', () => {
       await page.goto(`${admin}/`);
       // Two readings make a rate; wait for a reading with traffic in it.
       await page.waitForFunction(
-        () =>
-          Number(document.body.dataset.ready) >= 3 &&
-          Number((document.getElementById('rate-denials')?.textContent ?? '0').replace(/,/g, '')) > 0,
+        () => {
+          // Runs in the page (the test's own types have no DOM).
+          const { document } = globalThis as unknown as {
+            document: {
+              body: { dataset: Record<string, string> };
+              getElementById(id: string): { textContent: string };
+            };
+          };
+          const denials = Number(document.getElementById('rate-denials').textContent.replace(/,/g, ''));
+          return Number(document.body.dataset.ready) >= 3 && denials > 0;
+        },
         undefined,
         { timeout: 30_000 },
       );
