@@ -18,7 +18,7 @@ export interface TopOptions {
   by?: TopBy;
   /** How many keys, most first: 1 to `topKeys`, default 10. */
   limit?: number;
-  /** `true`: the whole fleet's keys, as merged in the store by every process. Default `false`: this process's. */
+  /** Reserved for the whole fleet's keys (merged in the store); `true` is not supported yet and rejects. Default `false`. */
   fleet?: boolean;
 }
 
@@ -74,7 +74,10 @@ export function createTelemetry(options: TelemetryOptions): Telemetry {
     decided,
     metrics,
     top(topOptions) {
-      const { by, limit } = resolveTopOptions(topOptions, topKeys);
+      const { by, limit, fleet } = resolveTopOptions(topOptions, topKeys);
+      // Refused rather than answered with this process's keys, which would read as the fleet's.
+      if (fleet)
+        throw new RangeError('top: fleet: true is not supported yet; omit it for this process’s keys');
       if (hitters === undefined) {
         throw new RangeError('top: this limiter keeps no heavy hitters (topKeys: 0); give topKeys a size');
       }

@@ -3,8 +3,9 @@
  * over 100 k keys, and random streams), memory that does not grow with 1 M distinct keys, the
  * moving start (two sketches rotated), and limiter.top on a limiter.
  */
-import { runInNewContext } from 'node:vm';
+
 import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { createLimiter, memoryStore } from '../../src/index.js';
 import { createHeavyHitters, TOP_PERIOD_MS } from '../../src/telemetry/heavy-hitters.js';
@@ -181,7 +182,10 @@ describe('limiter.top', () => {
   });
 
   it('rejects bad options naming them, and answers nothing with topKeys 0', async () => {
-    const limiter = createLimiter({ rules: { algorithm: 'fixed-window', limit: 5, window: '1m' }, topKeys: 20 });
+    const limiter = createLimiter({
+      rules: { algorithm: 'fixed-window', limit: 5, window: '1m' },
+      topKeys: 20,
+    });
     await expect(limiter.top({ by: 'keys' as never })).rejects.toThrow(
       new RangeError(`top: by: "keys" must be 'denied' or 'checked'`),
     );
@@ -193,6 +197,9 @@ describe('limiter.top', () => {
     );
     await expect(limiter.top({ count: 3 } as never)).rejects.toThrow(
       new TypeError("top options: unknown option 'count'; the options are by, limit, fleet"),
+    );
+    await expect(limiter.top({ fleet: true })).rejects.toThrow(
+      new RangeError('top: fleet: true is not supported yet; omit it for this process’s keys'),
     );
     const off = createLimiter({ rules: { algorithm: 'fixed-window', limit: 5, window: '1m' }, topKeys: 0 });
     await off.check('a');
