@@ -163,22 +163,28 @@ describe('OpenTelemetry metrics on Redis', () => {
       meter: sdk.provider.getMeter('test'),
       prefix: 'paused',
       store: redisStore({ client: own }),
-      timeout: '50ms',
+      timeout: '300ms',
       breaker: false,
       rules: minute,
     });
-    expect((await limiter.check('warm')).degraded).toBe(false);
-    await client.call('CLIENT', 'PAUSE', '1000', 'ALL');
-    const decision = await limiter.check('tenant-p');
+    // The first check loads the script: on a loaded machine it may take longer than the deadline.
+    const decisions: Decision[] = [];
+    do decisions.push(await limiter.check('warm'));
+    while ((decisions.at(-1) as Decision).degraded !== false && decisions.length < 10);
+    await client.call('CLIENT', 'PAUSE', '2000', 'ALL');
+    decisions.push(await limiter.check('tenant-p'));
     await client.call('CLIENT', 'UNPAUSE');
-    expect([decision.allowed, decision.degraded]).toEqual([true, 'timeout']);
+    const paused = decisions.at(-1) as Decision;
+    expect([paused.allowed, paused.degraded]).toEqual([true, 'timeout']);
+    const timeouts = decisions.filter((decision) => decision.degraded === 'timeout').length;
+    expect(decisions.filter((decision) => decision.degraded === false)).toHaveLength(1);
     const collected = await sdk.collect();
     expect(
       valuesBy(pointsOf(collected, 'floodgate.decisions').points, 'floodgate.rule', 'floodgate.outcome'),
-    ).toEqual({ 'minute|allowed': 1, 'minute|degraded': 1 });
+    ).toEqual({ 'minute|allowed': 1, 'minute|degraded': decisions.length - 1 });
     expect(
       valuesBy(pointsOf(collected, 'floodgate.store.errors').points, 'floodgate.prefix', 'error.type'),
-    ).toEqual({ 'paused|StoreTimeoutError': 1 });
+    ).toEqual({ 'paused|StoreTimeoutError': timeouts });
     await limiter.close();
     own.disconnect();
   });
