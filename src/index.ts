@@ -4,6 +4,7 @@
  * `floodgate/node`, `floodgate/fetch`) so importing this one never loads a framework.
  */
 export type { AlgorithmName } from './algorithms/index.js';
+export type { CheckOptions } from './base/types.js';
 export type { Decision, RuleDecision } from './core/decision.js';
 export type {
   Override,
@@ -14,7 +15,6 @@ export type {
   OverrideSpec,
 } from './core/overrides.js';
 export { createOverrideAdmin } from './core/overrides.js';
-export type { CheckOptions } from './core/types.js';
 export type { Duration } from './duration.js';
 export { parseDuration } from './duration.js';
 export { LimiterClosedError, StoreClosedError } from './errors.js';

@@ -6,12 +6,13 @@
 export { BLOCK_SUFFIX } from './algorithms/block.js';
 export { ALGORITHM_NAMES, ALGORITHMS, RATE_ALGORITHM_NAMES } from './algorithms/index.js';
 export { SLIDING_LOG_MAX_LIMIT } from './algorithms/sliding-log.js';
-export { keyHead } from './core/key-encoding.js';
+export { keyHead } from './base/key-encoding.js';
+export type { ResolvedRule } from './base/types.js';
 export { decodeOverride } from './core/overrides.js';
-export type { ResolvedRule } from './core/types.js';
 export { describe } from './describe.js';
 export { HEADER_STYLES, type HeaderStyle, rateLimitHeaders } from './http/headers.js';
 export { DEFAULT_IPV6_SUBNET } from './http/ip.js';
+export { PROBLEM_CONTENT_TYPE } from './http/problem.js';
 export { parseTrustProxy } from './http/proxy.js';
 export { addressKey, hashApiKey, UNKNOWN_CLIENT } from './http/request-keys.js';
 export { formatDuration, MAX_UNITS_TIMES_WINDOW, resolveRules } from './rules.js';

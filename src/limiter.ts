@@ -5,10 +5,11 @@
  */
 
 import type { AlgorithmName } from './algorithms/index.js';
+import { resolvePrefix } from './base/key-encoding.js';
+import type { CheckOptions, Degraded, ResolvedRule } from './base/types.js';
 import { createChecks } from './core/check.js';
 import type { Decision } from './core/decision.js';
 import { createDenyCache, type DenyCache } from './core/deny-cache.js';
-import { resolvePrefix } from './core/key-encoding.js';
 import { createLeases, type Within } from './core/leases.js';
 import {
   createOverrideAdmin,
@@ -20,7 +21,6 @@ import {
 import { resolvePlans } from './core/plans.js';
 import { actualCost, createTickets, tokensOf } from './core/settle.js';
 import { createSlots } from './core/slots.js';
-import type { CheckOptions, Degraded, ResolvedRule } from './core/types.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
 import { createEmitter } from './emitter.js';

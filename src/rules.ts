@@ -5,7 +5,7 @@
 import type { BlockParams } from './algorithms/block.js';
 import { DEFAULT_LEASE_MS } from './algorithms/concurrency.js';
 import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
-import type { QuotaLeaseParams, ResolvedRule } from './core/types.js';
+import type { QuotaLeaseParams, ResolvedRule } from './base/types.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
 import { checkOptions } from './options.js';
@@ -226,11 +226,6 @@ function countsOf(value: unknown, option: string): RuleCounts {
     throw new RangeError(`${option}: ${describe(value)} must be 'requests' or 'cost'`);
   }
   return value;
-}
-
-/** What a check of `cost` takes from `rule`: 1 for a rule that counts requests, else `cost`. */
-export function ruleCost(rule: ResolvedRule, cost: number): number {
-  return rule.counts === 'requests' ? 1 : cost;
 }
 
 /** Validates a rule's `quotaLease`: `true`, `false`, or `{ max }`; undefined when off. */

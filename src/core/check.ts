@@ -4,6 +4,9 @@
  * (then it is taken in and the check is sent again); a block; the decision, and the ticket a
  * later `settle` needs.
  */
+
+import { answerLocally } from '../base/local-answers.js';
+import type { CheckOptions, Degraded, ResolvedRule } from '../base/types.js';
 import { checkOptions } from '../options.js';
 import type { StoreCaller } from '../resilience/store-caller.js';
 import { positiveInteger } from '../rules.js';
@@ -12,11 +15,9 @@ import { type Decision, decide } from './decision.js';
 import type { DenyCache } from './deny-cache.js';
 import { createHeadCache } from './head-cache.js';
 import { type Leases, RETRY, TAKE } from './leases.js';
-import { answerLocally } from './local-answers.js';
 import { blockedDecision, type KnownOverride, learnOverride, type OverrideCache } from './overrides.js';
 import { type Plans, type RuleSet, storedRulesWith } from './plans.js';
 import type { Ticket, Tickets } from './settle.js';
-import type { CheckOptions, Degraded, ResolvedRule } from './types.js';
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T>)?.then === 'function';
@@ -44,7 +45,7 @@ export interface CheckContext {
 }
 
 export interface Checks {
-  /** The key's head (see core/key-encoding.ts); throws a TypeError for a key that is not a non-empty string. */
+  /** The key's head (see base/key-encoding.ts); throws a TypeError for a key that is not a non-empty string. */
   head(key: unknown): string;
   evaluate(key: string, options: CheckOptions | undefined, consume: boolean): Promise<Decision>;
   /** Drops this process's cached denials of a key, under every plan. */

@@ -3,9 +3,8 @@
  * This is the only place where the all-or-nothing view across rules is composed.
  */
 import { NEVER } from '../algorithms/index.js';
-import { ruleCost } from '../rules.js';
+import { type Degraded, type ResolvedRule, ruleCost } from '../base/types.js';
 import type { RuleOutcome } from '../stores/types.js';
-import type { Degraded, ResolvedRule } from './types.js';
 
 /** What one rule says about one request. */
 export interface RuleDecision {

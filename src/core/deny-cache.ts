@@ -5,8 +5,9 @@
  * cached answer is the answer the store would give. A smaller cost is not covered: it may fit.
  * Bounded: at most `maxKeys` entries, least recently used dropped first.
  */
+
+import { createLru } from '../base/lru.js';
 import { type Decision, type RuleDecision, withRules } from './decision.js';
-import { createLru } from './lru.js';
 
 interface Denial {
   decision: Decision;

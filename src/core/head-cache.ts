@@ -7,9 +7,10 @@
  * Bounded by clearing when full; long keys (digested, and memory an attacker would choose) are
  * not kept.
  */
+
+import { encodeKey, headOf, MAX_ENCODED_KEY } from '../base/key-encoding.js';
 import { describe } from '../describe.js';
 import type { CachedHead } from '../stores/types.js';
-import { encodeKey, headOf, MAX_ENCODED_KEY } from './key-encoding.js';
 
 /**
  * Key heads remembered per limiter: ~2 MB for IP-sized keys, ~7 MB at worst (128-character

@@ -16,11 +16,11 @@
  * slice each; an entry pushed out gives its slice back.
  */
 import { Evaluation } from '../algorithms/types.js';
+import { createLru } from '../base/lru.js';
+import type { ResolvedRule } from '../base/types.js';
 import type { Leased, OverrideChanged, RuleOutcome, Store } from '../stores/types.js';
 import { unref } from '../turns.js';
-import { createLru } from './lru.js';
 import type { RuleSet } from './plans.js';
-import type { ResolvedRule } from './types.js';
 
 /** Checks of one key within TICK_MS that make it hot. */
 export const HOT_CHECKS = 8;

@@ -7,14 +7,14 @@
  * check script. Processes remember the overrides they have seen in a bounded LRU.
  */
 
+import { resolvePrefix } from '../base/key-encoding.js';
+import type { Degraded, ResolvedRule } from '../base/types.js';
 import { describe } from '../describe.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { type RuleOptions, resolveRules } from '../rules.js';
 import type { Store } from '../stores/types.js';
 import type { Decision } from './decision.js';
-import { resolvePrefix } from './key-encoding.js';
 import { type Plans, type RuleSet, ruleSet } from './plans.js';
-import type { Degraded, ResolvedRule } from './types.js';
 
 /** What `setOverride` accepts: rules (one or several), a plan's name, or `{ block: true }`. */
 export type Override = RuleOptions | readonly RuleOptions[] | string | { readonly block: true };

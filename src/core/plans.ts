@@ -4,9 +4,10 @@
  * headers) but keep their plain name in store keys, so a tenant's usage carries over when its
  * plan changes. A limiter built with `rules` is one unnamed rule set.
  */
+
+import type { ResolvedRule } from '../base/types.js';
 import { describe } from '../describe.js';
 import { type RuleOptions, resolveRules } from '../rules.js';
-import type { ResolvedRule } from './types.js';
 
 /** The rules one check runs, and the plan they came from (undefined for `rules` and overrides). */
 export interface RuleSet {

@@ -5,10 +5,10 @@
  * object, so a decision stays plain data; a decision can be settled once.
  */
 
+import type { ResolvedRule } from '../base/types.js';
 import { describe } from '../describe.js';
 import type { RuleOutcome } from '../stores/types.js';
 import { attachTicket, type Decision, ticketOf } from './decision.js';
-import type { ResolvedRule } from './types.js';
 
 /** What a check left behind for its settle. */
 export interface Ticket {

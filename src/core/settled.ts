@@ -3,7 +3,7 @@
  * rate-limit headers when the response's head already tells how its check will be settled
  * (given back, or charged its actual cost), so the headers do not report the reservation.
  */
-import { ruleCost } from '../rules.js';
+import { ruleCost } from '../base/types.js';
 import { type Decision, type RuleDecision, ticketOf, withRules } from './decision.js';
 import type { Ticket } from './settle.js';
 

@@ -4,11 +4,11 @@
  * decision carries what releasing needs in its private ticket (the key's head, the rules and each
  * slot's id), so no raw key ever reaches the caller.
  */
+
+import { type ResolvedRule, ruleCost } from '../base/types.js';
 import type { StoreCaller } from '../resilience/store-caller.js';
-import { ruleCost } from '../rules.js';
 import type { RuleOutcome, SlotAction } from '../stores/types.js';
 import type { Ticket, Tickets } from './settle.js';
-import type { ResolvedRule } from './types.js';
 
 export interface Slots {
   /** Remembers an admitted check whose rules hold slots, until it is released. */

@@ -3,9 +3,10 @@
  * decision → headers (+ the denial's problem body). Adapters supply how to read a header and the client
  * address from their request type, and how to set a header on their response type.
  */
+
+import type { CheckOptions } from '../base/types.js';
 import type { Decision } from '../core/decision.js';
 import { settledDecision } from '../core/settled.js';
-import type { CheckOptions } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
 import {
   type HeaderTarget,

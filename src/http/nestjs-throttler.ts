@@ -10,7 +10,7 @@
  * over the limit blocks the key for that long (or until the window allows, if later). Nest
  * passes `blockDuration = ttl` for a throttler that sets none, so 0 and `ttl` add no block.
  */
-import { resolvePrefix } from '../core/key-encoding.js';
+import { resolvePrefix } from '../base/key-encoding.js';
 import { describe } from '../describe.js';
 import { createLimiter, type Limiter, resolveStore } from '../limiter.js';
 import { checkOptions } from '../options.js';

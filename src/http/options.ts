@@ -4,8 +4,8 @@
  * same style as the rule errors.
  */
 
+import { base64url, sha256, utf8 } from '../base/sha256.js';
 import type { Decision } from '../core/decision.js';
-import { base64url, sha256, utf8 } from '../core/sha256.js';
 import { describe } from '../describe.js';
 import { createLimiter, type Limiter } from '../limiter.js';
 import { checkOptions } from '../options.js';

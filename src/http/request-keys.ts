@@ -5,7 +5,7 @@
  * the store, so they never sit in Redis or in logs in clear. The two kinds of key live in
  * separate namespaces (`key:` and `ip:`), so no address can collide with an API key.
  */
-import { base64url, hmacSha256, sha256, utf8 } from '../core/sha256.js';
+import { base64url, hmacSha256, sha256, utf8 } from '../base/sha256.js';
 import { DEFAULT_IPV6_SUBNET, ipIdentity } from './ip.js';
 
 /** API keys longer than this are treated as malformed (no real key is kilobytes long). */

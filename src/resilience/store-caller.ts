@@ -4,8 +4,8 @@
  * that enforces the same rules locally). It reports what happened through `degraded` and events;
  * it never retries a failed or timed-out call, which may already have been applied.
  */
-import { answerLocally } from '../core/local-answers.js';
-import type { Degraded, ResolvedRule } from '../core/types.js';
+import { answerLocally } from '../base/local-answers.js';
+import type { Degraded, ResolvedRule } from '../base/types.js';
 import { StoreClosedError, StoreTimeoutError } from '../errors.js';
 import type { EvaluateReceiver, EvaluateReply, RuleOutcome, SlotAction, Store } from '../stores/types.js';
 import type { CircuitBreaker } from './breaker.js';

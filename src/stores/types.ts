@@ -4,7 +4,7 @@
  * each key's runtime override as an opaque string (the limiter interprets it) and checks it on
  * the way, so the hot path needs no extra round trip.
  */
-import type { ResolvedRule } from '../core/types.js';
+import type { ResolvedRule } from '../base/types.js';
 
 /**
  * A store's answer to `evaluate` when asked to check the key's override (`overrideSeen`) and it
@@ -59,7 +59,7 @@ export type EvaluateReply = Evaluated | OverrideChanged;
  */
 export interface CachedHead {
   readonly head: string;
-  /** The head's parts (see core/key-encoding.ts headOf): the limiter's prefix and the encoded key. */
+  /** The head's parts (see base/key-encoding.ts headOf): the limiter's prefix and the encoded key. */
   readonly prefix: string;
   readonly encoded: string;
   /** The store's own, opaque to the limiter; undefined until the store sets it. */
@@ -133,9 +133,9 @@ export interface Store {
    */
   shardOf?(head: string): number;
   /**
-   * Evaluates every rule for the key whose Redis-style head is `head` (see core/key-encoding.ts) and, when
+   * Evaluates every rule for the key whose Redis-style head is `head` (see base/key-encoding.ts) and, when
    * `consume` is set and all rules allow, consumes `cost` from each, atomically. A rule with
-   * `counts: 'requests'` is evaluated and consumed at 1 whatever the cost (see ruleCost in rules.ts).
+   * `counts: 'requests'` is evaluated and consumed at 1 whatever the cost (see ruleCost in base/types.ts).
    * Returns (or resolves to) one outcome per rule; in-process stores answer synchronously, which
    * spares the hot path a promise.
    *

@@ -3,7 +3,7 @@
  * Cluster: three masters from the shared test harness.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyHead } from '../../src/core/key-encoding.js';
+import { keyHead } from '../../src/base/key-encoding.js';
 import { keySlot, type RedisCluster, startRedisCluster } from '../support/redis-cluster.js';
 import { runCli, startCli } from './support/cli.js';
 

@@ -8,7 +8,7 @@
 import { Cluster as IoRedisCluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../src/algorithms/index.js';
-import { encodeKey, keyHead } from '../../src/core/key-encoding.js';
+import { encodeKey, keyHead } from '../../src/base/key-encoding.js';
 import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { MAX_RULES } from '../../src/rules.js';
 import { readMemoryPolicies } from '../../src/stores/redis/memory-policy.js';

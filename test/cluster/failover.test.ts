@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyHead } from '../../src/core/key-encoding.js';
+import { keyHead } from '../../src/base/key-encoding.js';
 import { createLimiter, type Decision, type Limiter, type RuleOptions, type Store } from '../../src/index.js';
 import {
   keySlot,

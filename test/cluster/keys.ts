@@ -3,7 +3,7 @@
  * injection, very long, binary-looking). Generated from a fixed seed so a failure reproduces.
  */
 import { ALGORITHMS } from '../../src/algorithms/index.js';
-import { keyHead } from '../../src/core/key-encoding.js';
+import { keyHead } from '../../src/base/key-encoding.js';
 import type { Limiter } from '../../src/index.js';
 
 /** mulberry32: a tiny seeded PRNG. */

@@ -36,6 +36,11 @@ export interface AdminListener {
   close(): Promise<void>;
 }
 
+/** The admin listener's `http://host:port` (an IPv6 host in brackets). */
+export function adminUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 /** Starts the admin listener; a port that cannot be bound is a RuntimeFailure naming the flag. */
 export async function startAdmin(options: AdminOptions): Promise<AdminListener> {
   const { metrics, logger, store } = options;
@@ -111,7 +116,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminListener> 
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   return {
-    url: `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`,
+    url: adminUrl(options.host, port),
     async close() {
       const closed = new Promise((resolve) => server.close(resolve));
       server.closeAllConnections();

@@ -3,10 +3,36 @@
  * limiter work at once: `curl -i localhost:8080/hello` a few times and watch the headers.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayConfig } from '../config/schema.js';
+import { adminUrl } from './admin.js';
 
 const MAX_ECHO_BYTES = 64 * 1024;
+const PUBLIC_ROUTES = ['GET /hello', 'GET /time', 'POST /echo'];
+const LIMIT_HINT = 'Run curl -i several times and watch the RateLimit headers; past the limit you get a 429.';
 
-export async function demoHandler(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+type DemoHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+/**
+ * The demo's routes. `GET /` lists them, and /metrics and /healthz at the admin listener's own
+ * address: they are never answered on the public port.
+ */
+export function createDemoHandler(admin: GatewayConfig['admin']): DemoHandler {
+  const base = admin === undefined ? undefined : adminUrl(admin.host, admin.port);
+  const index = {
+    message: 'Floodgate demo API: every request here passes through the rate limiter first.',
+    try:
+      base === undefined ? PUBLIC_ROUTES : [...PUBLIC_ROUTES, `GET ${base}/metrics`, `GET ${base}/healthz`],
+    hint:
+      base === undefined
+        ? `${LIMIT_HINT} The admin listener (/metrics, /healthz) is off (admin port 0).`
+        : `${LIMIT_HINT} /metrics and /healthz are on the admin listener, ${base}, not on this port.`,
+  };
+  return function demoHandler(request, reply) {
+    return answerDemo(request, reply, index);
+  };
+}
+
+async function answerDemo(request: FastifyRequest, reply: FastifyReply, index: object): Promise<unknown> {
   const path = (request.raw.url ?? '/').split('?')[0];
   const decision = request.rateLimit;
   const quota =
@@ -19,12 +45,7 @@ export async function demoHandler(request: FastifyRequest, reply: FastifyReply):
           resetMs: decision.resetMs,
         };
   if (request.method === 'GET' && path === '/') {
-    return {
-      message: 'Floodgate demo API: every request here passes through the rate limiter first.',
-      try: ['GET /hello', 'GET /time', 'POST /echo', 'GET /metrics', 'GET /healthz'],
-      hint: 'Run curl -i several times and watch the RateLimit headers; past the limit you get a 429.',
-      quota,
-    };
+    return { ...index, quota };
   }
   if (request.method === 'GET' && path === '/hello') return { hello: 'world', quota };
   if (request.method === 'GET' && path === '/time') return { now: new Date().toISOString(), quota };

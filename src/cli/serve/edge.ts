@@ -6,7 +6,7 @@
  */
 import type { Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
+import { PROBLEM_CONTENT_TYPE } from '../../internal.js';
 import type { Logger } from './log.js';
 
 /** The server options that bound how long a client may take over its request headers. */

@@ -13,7 +13,7 @@ import type { Decision, TopEntry } from '../../index.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
-import { demoHandler } from './demo.js';
+import { createDemoHandler } from './demo.js';
 import { createRlsService, type RlsService } from './envoy/service.js';
 import { createInFlight, type InFlight } from './in-flight.js';
 import { createLimiterCache, type LimiterCache, type LimiterParts } from './limiters.js';
@@ -69,7 +69,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   addErrorHandler(app, logger);
   await registerRoutes(app, parts, limiters, {
     anyCaseSensitive,
-    handler: (proxy === undefined ? demoHandler : proxy.handle) as RouteHandler,
+    handler: (proxy === undefined ? createDemoHandler(config.admin) : proxy.handle) as RouteHandler,
   });
   await app.ready();
   const rlsCalls = createInFlight();

@@ -3,7 +3,7 @@
  * of life re-arms.
  */
 import type { FastifyReply } from 'fastify';
-import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
+import { PROBLEM_CONTENT_TYPE } from '../../internal.js';
 
 /** Sends a problem+json answer; closes the connection when the client may still be sending a body. */
 export function sendProblem(

@@ -3,7 +3,7 @@
  * least recently used dropped first, and chains a second past their expiry reclaimed as new
  * writes arrive (no timer per key).
  */
-import { createLru, type LruEntry } from '../../core/lru.js';
+import { createLru, type LruEntry } from '../../base/lru.js';
 import { lastOf, type Slot } from './slots.js';
 
 /**

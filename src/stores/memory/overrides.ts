@@ -2,7 +2,7 @@
  * The memory store's overrides: few, set by operators, kept by key head in a map of their own,
  * outside the bound on rule states. An expired one is dropped when next read.
  */
-import { keyHead } from '../../core/key-encoding.js';
+import { keyHead } from '../../base/key-encoding.js';
 import type { StoredOverride } from '../types.js';
 
 export interface OverrideEntry {

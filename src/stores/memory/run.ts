@@ -5,8 +5,7 @@
  */
 import { applyBlock, BLOCK_SUFFIX, type BlockParams, type BlockState } from '../../algorithms/block.js';
 import type { Evaluation } from '../../algorithms/index.js';
-import type { ResolvedRule } from '../../core/types.js';
-import { ruleCost } from '../../rules.js';
+import { type ResolvedRule, ruleCost } from '../../base/types.js';
 import type { Chains } from './chains.js';
 import { lastOf, liveState, type Slot, slotOf, slotsOf } from './slots.js';
 

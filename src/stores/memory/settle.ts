@@ -4,7 +4,7 @@
  */
 import { BLOCK_SUFFIX } from '../../algorithms/block.js';
 import type { SettleResult } from '../../algorithms/index.js';
-import type { ResolvedRule } from '../../core/types.js';
+import type { ResolvedRule } from '../../base/types.js';
 import type { SlotAction } from '../types.js';
 import type { Chains } from './chains.js';
 import { lastOf, liveState, type Slot, slotOf, slotsOf } from './slots.js';

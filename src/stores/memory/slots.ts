@@ -9,7 +9,7 @@
  * caller passed, whose hash V8 keeps once computed (the limiter's head cache computes it). A
  * freshly built head would cost its own hash on every check whose head the cache no longer holds.
  */
-import type { ResolvedRule } from '../../core/types.js';
+import type { ResolvedRule } from '../../base/types.js';
 
 /** One rule's state under one key. */
 export interface Slot {

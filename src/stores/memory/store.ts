@@ -3,9 +3,9 @@
  * this process. Bounded: at most `maxKeys` rule states (chains.ts); overrides (few, set by
  * operators) live in a map of their own, outside that bound (overrides.ts).
  */
-import { splitHead } from '../../core/key-encoding.js';
-import type { LruEntry } from '../../core/lru.js';
-import type { ResolvedRule } from '../../core/types.js';
+import { splitHead } from '../../base/key-encoding.js';
+import type { LruEntry } from '../../base/lru.js';
+import type { ResolvedRule } from '../../base/types.js';
 import { describe } from '../../describe.js';
 import { checkOptions } from '../../options.js';
 import type { CachedHead, Evaluated, OverrideChanged, RuleOutcome, Store } from '../types.js';

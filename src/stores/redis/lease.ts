@@ -2,7 +2,7 @@
  * The Redis store's quota slices: one call of the script's 'q' mode (see script.ts) per slice
  * taken, which also gives back the caller's unused units of its last slice.
  */
-import type { ResolvedRule } from '../../core/types.js';
+import type { ResolvedRule } from '../../base/types.js';
 import { describe } from '../../describe.js';
 import type { Store } from '../types.js';
 import type { Run } from './calls.js';

@@ -2,7 +2,7 @@
  * Overrides on Redis: each key's own copy beside its rule state (the truth checks read, see
  * key-layout.ts) and the prefix's registry that lists them.
  */
-import { keyHead } from '../../core/key-encoding.js';
+import { keyHead } from '../../base/key-encoding.js';
 import { describe } from '../../describe.js';
 import type { Store, StoredOverride } from '../types.js';
 import type { Run } from './calls.js';

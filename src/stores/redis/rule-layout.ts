@@ -3,7 +3,7 @@
  * string a batch sends once (see ruleText), computed once per list.
  */
 import { BLOCK_SUFFIX } from '../../algorithms/block.js';
-import type { ResolvedRule } from '../../core/types.js';
+import type { ResolvedRule } from '../../base/types.js';
 import { overrideKey } from './key-layout.js';
 import { type Script, scriptFor } from './script.js';
 

@@ -3,7 +3,7 @@
  * checks issued together share that call (batch.ts). How a call reaches Redis (FCALL or EVALSHA,
  * reloads, retries that cannot double count) is calls.ts; the reply's wire format is reply.ts.
  */
-import type { ResolvedRule } from '../../core/types.js';
+import type { ResolvedRule } from '../../base/types.js';
 import { describe } from '../../describe.js';
 import { checkOptions } from '../../options.js';
 import type { EvaluateReceiver, Store, StoreWarning } from '../types.js';

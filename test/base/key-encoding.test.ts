@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeKey, keyHead, MAX_ENCODED_KEY, splitHead } from '../../src/core/key-encoding.js';
+import { encodeKey, keyHead, MAX_ENCODED_KEY, splitHead } from '../../src/base/key-encoding.js';
 import { createLimiter, redisStore } from '../../src/index.js';
 import { crc16, hashTag, keySlot } from '../support/crc16.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { base64url, hmacSha256, sha256, utf8 } from '../../src/core/sha256.js';
+import { base64url, hmacSha256, sha256, utf8 } from '../../src/base/sha256.js';
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
 

@@ -1,7 +1,7 @@
 /** The LRU map under the memory store and the deny cache, against a plain array model. */
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { createLru, type LruEntry } from '../../src/core/lru.js';
+import { createLru, type LruEntry } from '../../src/base/lru.js';
 
 type Op = { op: 'set' | 'get' | 'delete' | 'entry' | 'touch'; key: string; value: number };
 

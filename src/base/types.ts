@@ -1,6 +1,6 @@
 /**
- * Types that several parts share (rules, core, stores, resilience): kept here so that each may
- * import them without importing the others.
+ * Types that several parts share (rules, core, stores, resilience), and what a check takes from
+ * a rule: kept here so that each may import them without importing the others.
  */
 import type { BlockParams } from '../algorithms/block.js';
 import type { AnyAlgorithm } from '../algorithms/index.js';
@@ -18,10 +18,15 @@ export interface ResolvedRule {
   readonly shadow: boolean;
   /** The rule's block periods (see algorithms/block.ts), or undefined when it has none. */
   readonly block: BlockParams | undefined;
-  /** What a check takes from it: `'requests'` 1, `'cost'` the check's cost (see ruleCost in rules.ts). */
+  /** What a check takes from it: `'requests'` 1, `'cost'` the check's cost (see ruleCost). */
   readonly counts: 'requests' | 'cost';
   /** Quota leasing (see core/leases.ts), or absent when the rule has none. */
   readonly quotaLease?: QuotaLeaseParams;
+}
+
+/** What a check of `cost` takes from `rule`: 1 for a rule that counts requests, else `cost`. */
+export function ruleCost(rule: ResolvedRule, cost: number): number {
+  return rule.counts === 'requests' ? 1 : cost;
 }
 
 /** A rule's validated `quotaLease`. */
