@@ -84,7 +84,8 @@ function createInstruments(meter: MeterLike): Instruments {
     unit: '{error}',
   });
   const slotsGauge = meter.createObservableGauge('floodgate.concurrency.slots', {
-    description: "Concurrency slots held by this process's admitted checks, by limiter prefix and rule.",
+    description:
+      "Concurrency slots held by the admitted checks of this limiter's instance, by limiter prefix and rule.",
     unit: '{slot}',
   });
 

@@ -77,7 +77,7 @@ export function createTelemetry(options: TelemetryOptions): Telemetry {
       const { by, limit, fleet } = resolveTopOptions(topOptions, topKeys);
       // Refused rather than answered with this process's keys, which would read as the fleet's.
       if (fleet)
-        throw new RangeError('top: fleet: true is not supported yet; omit it for this process’s keys');
+        throw new RangeError('top: fleet: true is not supported yet; omit it for the keys this limiter saw');
       if (hitters === undefined) {
         throw new RangeError('top: this limiter keeps no heavy hitters (topKeys: 0); give topKeys a size');
       }

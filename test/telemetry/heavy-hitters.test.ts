@@ -199,7 +199,7 @@ describe('limiter.top', () => {
       new TypeError("top options: unknown option 'count'; the options are by, limit, fleet"),
     );
     await expect(limiter.top({ fleet: true })).rejects.toThrow(
-      new RangeError('top: fleet: true is not supported yet; omit it for this process’s keys'),
+      new RangeError('top: fleet: true is not supported yet; omit it for the keys this limiter saw'),
     );
     const off = createLimiter({ rules: { algorithm: 'fixed-window', limit: 5, window: '1m' }, topKeys: 0 });
     await off.check('a');
