@@ -10,7 +10,10 @@
  * --in-flight=N checks outstanding (default 1), --keys=N distinct keys (default 10,000),
  * --rounds=N (default 30), --slice-ms=N per build per round (default 100). The rule admits
  * 100,000 per minute per key, as in the bench's many-keys workload. AB_EXEC passes flags to each
- * build's Node (e.g. AB_EXEC='--cpu-prof --cpu-prof-dir=/tmp/prof').
+ * build's Node (e.g. AB_EXEC='--cpu-prof --cpu-prof-dir=/tmp/prof'). A build directory may end in
+ * `@off` (topKeys 0), `@top` (the default topKeys), `@meter` (an OpenTelemetry SDK meter, collected
+ * every second, topKeys 0) or `@both` (meter and topKeys): the cost of observability per check,
+ * e.g. `npm run bench:ab -- src@off src@top src@meter src@both`.
  *
  * Why: this machine's speed moves by ±25% from second to second and for minutes at a time, so
  * two builds measured in separate runs seconds apart differ by more than most changes do. Slices
@@ -90,7 +93,8 @@ async function operationOf(
   redisPort: number | undefined,
 ): Promise<{ operation: Operation; close(): void }> {
   if (dir === 'none') return { operation: await expressRequests(dir, undefined, keys.length), close() {} };
-  const floodgate = (await import(pathToFileURL(resolve(dir, 'index.js')).href)) as typeof Floodgate;
+  const [root, variant] = dir.split('@') as [string, string | undefined];
+  const floodgate = (await import(pathToFileURL(resolve(root, 'index.js')).href)) as typeof Floodgate;
   let limiterStore: Floodgate.Store = floodgate.memoryStore();
   let close = () => {};
   if (redisPort !== undefined) {
@@ -98,16 +102,48 @@ async function operationOf(
     close = () => client.disconnect();
     limiterStore = floodgate.redisStore({ client });
   }
+  const observed = await observability(variant);
   const limiter = floodgate.createLimiter({
     prefix: `ab${process.pid}`,
     rules: { name: 'ab', algorithm, limit: 100_000, window: '1m' },
     store: limiterStore,
+    ...observed.options,
   });
+  const closeStore = close;
+  close = () => {
+    observed.close();
+    closeStore();
+  };
   if (through === 'express') return { operation: await expressRequests(dir, limiter, keys.length), close };
   if (through === 'express-middleware')
     return { operation: await middlewareRequests(dir, limiter, keys.length), close };
   const check = async (key: string) => (await limiter.check(key)).allowed;
   return { operation: (i) => check(keys[i % keys.length] as string), close };
+}
+
+/** A build directory's `@variant`: the limiter's meter and topKeys options. */
+async function observability(
+  variant: string | undefined,
+): Promise<{ options: Pick<Floodgate.LimiterOptions, 'meter' | 'topKeys'>; close(): void }> {
+  if (variant === undefined) return { options: {}, close() {} };
+  if (variant === 'off') return { options: { topKeys: 0 }, close() {} };
+  if (variant === 'top') return { options: {}, close() {} };
+  if (variant !== 'meter' && variant !== 'both') {
+    throw new RangeError(`build @${variant}: expected @off, @top, @meter or @both`);
+  }
+  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
+  class PullReader extends MetricReader {
+    protected async onForceFlush(): Promise<void> {}
+    protected async onShutdown(): Promise<void> {}
+  }
+  const reader = new PullReader();
+  const meter = new MeterProvider({ readers: [reader] }).getMeter('bench');
+  // A collector's usual pace is once a minute; once a second counts its cost too.
+  const timer = setInterval(() => void reader.collect(), 1000);
+  return {
+    options: { meter, ...(variant === 'meter' ? { topKeys: 0 } : {}) },
+    close: () => clearInterval(timer),
+  };
 }
 
 /** A build's own process: waits for a slice length, measures, answers; see `main` below. */

@@ -53,3 +53,6 @@ export type {
   StoredOverride,
   StoreWarning,
 } from './stores/types.js';
+export type { MeterLike } from './telemetry/meter.js';
+export type { TopEntry } from './telemetry/space-saving.js';
+export type { TopOptions } from './telemetry/telemetry.js';

@@ -18,3 +18,5 @@ export { addressKey, hashApiKey, UNKNOWN_CLIENT } from './http/request-keys.js';
 export { formatDuration, MAX_UNITS_TIMES_WINDOW, resolveRules } from './rules.js';
 export { overrideKey } from './stores/redis/key-layout.js';
 export { scriptFor } from './stores/redis/script.js';
+export { mergeTop } from './telemetry/heavy-hitters.js';
+export { timedStore } from './telemetry/timed-store.js';

@@ -33,6 +33,10 @@ import { createStoreCaller, type StoreErrorPolicy } from './resilience/store-cal
 import { booleanOption, positiveInteger, type RuleCounts, type RuleOptions } from './rules.js';
 import { memoryStore } from './stores/memory/store.js';
 import type { Store, StoreWarning } from './stores/types.js';
+import type { MeterLike } from './telemetry/meter.js';
+import type { TopEntry } from './telemetry/space-saving.js';
+import { createTelemetry, type TopOptions } from './telemetry/telemetry.js';
+import { timedStore } from './telemetry/timed-store.js';
 
 export interface LimiterOptions {
   /**
@@ -81,6 +85,17 @@ export interface LimiterOptions {
    * but never denied, and would-be denials are named in `shadowDenied`. Default `false`.
    */
   shadow?: boolean;
+  /**
+   * An OpenTelemetry `Meter` (`metrics.getMeter('my-service')` from `@opentelemetry/api`) to record
+   * decisions, store call durations and errors, deny cache answers, quota slices and slots
+   * through (see docs/observability.md). Default: none, nothing recorded.
+   */
+  meter?: MeterLike;
+  /**
+   * Counters of the sketch behind `top()`: the keys checked and denied most in this process, in
+   * memory that does not grow with the number of keys. Default 1,000; `0` turns it off.
+   */
+  topKeys?: number;
 }
 
 /** A rule as the limiter resolved it, for adapters (headers) and operators. */
@@ -173,6 +188,14 @@ export interface Limiter {
   /** Every override under this limiter's prefix (for operators). */
   listOverrides(): Promise<OverrideEntry[]>;
   /**
+   * The keys this process denied (`by: 'denied'`, the default) or checked (`'checked'`) most over
+   * the last 5 to 10 minutes, most first, from the `topKeys` sketch: each entry's true count is
+   * between `count - error` and `count`. Rejects when `topKeys` is 0.
+   * @example
+   * for (const { key, count } of await limiter.top({ limit: 5 })) console.log(key, count);
+   */
+  top(options?: TopOptions): Promise<TopEntry[]>;
+  /**
    * Stops the limiter: every later call rejects with a `LimiterClosedError`, and the returned
    * promise resolves once the calls already under way have settled (each within `timeout`), the
    * concurrency slots its checks still hold are released, and its quota slices' unused units are
@@ -199,6 +222,8 @@ export const LIMITER_OPTIONS: ReadonlySet<string> = new Set([
   'breaker',
   'denyCache',
   'shadow',
+  'meter',
+  'topKeys',
 ]);
 /** Overrides remembered per process; a key past it costs one extra round trip on its next check. */
 const OVERRIDE_CACHE_KEYS = 10_000;
@@ -252,15 +277,33 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const overrides = createOverrideCache(OVERRIDE_CACHE_KEYS);
   const admin = createOverrideAdmin({ store, prefix, plans: plans.names });
   const tickets = createTickets();
+  const slotRules = plans.sets.flatMap((set) =>
+    set.rules.filter((rule) => rule.algorithm.slots !== undefined).map((rule) => rule.name),
+  );
+  const telemetry = createTelemetry({
+    meter: options.meter,
+    topKeys: options.topKeys,
+    prefix,
+    clock,
+    // Read at collection time, when `slots` below exists.
+    slots: slotRules.length === 0 ? undefined : { rules: slotRules, inUse: (visit) => slots.inUse(visit) },
+  });
+  const { metrics } = telemetry;
+  // Calls that wait on I/O are timed; an in-process store's answer is part of the check itself.
+  const called = metrics !== undefined && store.local !== true ? timedStore(store, metrics.storeCall) : store;
+  const storeFailed = (cause: unknown) => {
+    metrics?.storeError(cause);
+    emitter.emit('storeError', cause);
+  };
   const caller = createStoreCaller(
-    store,
+    called,
     timeoutMs,
     policy,
     breaker,
     {
       degraded: (reason, cause) => emitter.emit('degraded', { reason, cause }),
       recovered: () => emitter.emit('recovered'),
-      storeError: (cause) => emitter.emit('storeError', cause),
+      storeError: storeFailed,
     },
     clock,
   );
@@ -268,13 +311,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const slots = createSlots(tickets, caller, clock);
   // The memory store is one process's own: a slice of it would gain nothing, so it never leases.
   const leases = plans.sets.some((set) => set.leased)
-    ? createLeases(store, withinDeadline(timeoutMs), (cause) => emitter.emit('storeError', cause))
+    ? createLeases(called, withinDeadline(timeoutMs), storeFailed, metrics?.sliced)
     : undefined;
   const checks = createChecks({
     prefix,
     plans,
     caller,
-    store,
+    store: called,
     denyCache,
     overrides,
     tickets,
@@ -283,6 +326,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     fallbackStore: typeof policy === 'object',
     invalidOverride: (info) => emitter.emit('invalidOverride', info),
     leases,
+    decided: telemetry.decided,
   });
   const { head, forgetDenials } = checks;
   const lifecycle = createLifecycle();
@@ -343,9 +387,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     listOverrides: function listOverrides() {
       return lifecycle.run('listOverrides', () => admin.list());
     },
+    top: function top(topOptions) {
+      return lifecycle.run('top', async () => telemetry.top(topOptions));
+    },
     close: async function close() {
       await lifecycle.close();
       await Promise.all([slots.releaseAll(), leases?.close()]);
+      metrics?.close();
     },
     on(event, listener) {
       emitter.on(event, listener);
@@ -388,7 +436,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     forgetDenials(keyHeadValue);
     leases?.forget(keyHeadValue);
     const rules = checks.storedRules(keyHeadValue);
-    await store.reset(keyHeadValue, rules);
+    await called.reset(keyHeadValue, rules);
     if (typeof policy === 'object') await policy.reset(keyHeadValue, rules);
   }
 

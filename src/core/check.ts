@@ -40,6 +40,8 @@ export interface CheckContext {
   readonly invalidOverride: (info: { key: string; value: string; cause: unknown }) => void;
   /** Quota slices of hot keys (`quotaLease`), when the store can lease. */
   readonly leases: Leases | undefined;
+  /** Told of every check's decision, once (`cached`: the deny cache answered it); peeks are not told. */
+  readonly decided: ((key: string, decision: Decision, cached: boolean) => void) | undefined;
 }
 
 export interface Checks {
@@ -84,12 +86,14 @@ export function createChecks(context: CheckContext): Checks {
     clock,
     fallbackStore,
     leases,
+    decided,
   } = context;
   const local = store.inProcess;
   const cachedHead = createHeadCache(prefix, local?.maxKeys);
 
   /** The decision for a store's outcomes, with the ticket a later settle (or release) needs. */
   function conclude(
+    key: string,
     keyHeadValue: string,
     rules: readonly ResolvedRule[],
     outcomes: readonly RuleOutcome[],
@@ -99,6 +103,7 @@ export function createChecks(context: CheckContext): Checks {
     consume: boolean,
   ): Decision {
     const decision = decide(rules, outcomes, cost, degraded, set.plan, consume);
+    if (consume && decided !== undefined) decided(key, decision, false);
     if (consume && decision.allowed) {
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
       // A shadow rule that would have denied consumed nothing: its settle has nothing to adjust.
@@ -148,18 +153,20 @@ export function createChecks(context: CheckContext): Checks {
         const outcomes = local.evaluate(cached, rules, cost, consume);
         if ('overrideChanged' in outcomes)
           return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
-        return Promise.resolve(conclude(keyHeadValue, rules, outcomes, cost, false, planned, consume));
+        return Promise.resolve(conclude(key, keyHeadValue, rules, outcomes, cost, false, planned, consume));
       }
       const reply = store.evaluate(keyHeadValue, rules, cost, consume, '');
       if (isPromise(reply)) {
         return reply.then((settled) =>
           'overrideChanged' in settled
             ? evaluateThroughCaller(key, keyHeadValue, cost, planned, consume)
-            : conclude(keyHeadValue, rules, settled.outcomes, cost, false, planned, consume),
+            : conclude(key, keyHeadValue, rules, settled.outcomes, cost, false, planned, consume),
         );
       }
       if ('overrideChanged' in reply) return evaluateThroughCaller(key, keyHeadValue, cost, planned, consume);
-      return Promise.resolve(conclude(keyHeadValue, rules, reply.outcomes, cost, false, planned, consume));
+      return Promise.resolve(
+        conclude(key, keyHeadValue, rules, reply.outcomes, cost, false, planned, consume),
+      );
     } catch (error) {
       return Promise.reject(error);
     }
@@ -179,7 +186,7 @@ export function createChecks(context: CheckContext): Checks {
     const answer = leased.local(keyHeadValue, set, cost);
     if (answer === undefined) return evaluateThroughCaller(key, keyHeadValue, cost, set, true);
     if (answer !== TAKE)
-      return Promise.resolve(conclude(keyHeadValue, set.rules, answer, cost, false, set, true));
+      return Promise.resolve(conclude(key, keyHeadValue, set.rules, answer, cost, false, set, true));
     return takeLeased(key, keyHeadValue, cost, set, leased);
   }
 
@@ -193,13 +200,16 @@ export function createChecks(context: CheckContext): Checks {
     const cacheKey = denyKey(keyHeadValue, set.plan);
     if (denyCache !== undefined && cost <= set.smallestCapacity) {
       const cached = denyCache.get(cacheKey, cost, clock());
-      if (cached !== undefined) return cached;
+      if (cached !== undefined) {
+        decided?.(key, cached, true);
+        return cached;
+      }
     }
     const taken = await leased.take(keyHeadValue, set, cost);
     if (taken === undefined) return evaluateThroughCaller(key, keyHeadValue, cost, set, true);
     // Another check's take landed meanwhile: look at the slice again.
     if (taken === RETRY) return evaluateLeased(key, keyHeadValue, cost, set, leased);
-    const decision = conclude(keyHeadValue, set.rules, taken, cost, false, set, true);
+    const decision = conclude(key, keyHeadValue, set.rules, taken, cost, false, set, true);
     if (denyCache !== undefined && !decision.allowed) denyCache.remember(cacheKey, cost, decision, clock());
     return decision;
   }
@@ -248,7 +258,10 @@ export function createChecks(context: CheckContext): Checks {
     const cacheCost = set.countsCost ? cost : 1;
     if (denyCache !== undefined && cacheKey !== undefined && cost <= set.smallestCapacity) {
       const cached = denyCache.get(cacheKey, cacheCost, clock());
-      if (cached !== undefined) return Promise.resolve(answerLocally(cached));
+      if (cached !== undefined) {
+        if (consume) decided?.(key, cached, true);
+        return Promise.resolve(answerLocally(cached));
+      }
     }
     return caller.call(keyHeadValue, rules, cost, consume, seen).then(({ reply, degraded }) => {
       if ('overrideChanged' in reply) {
@@ -262,8 +275,12 @@ export function createChecks(context: CheckContext): Checks {
         const ttl = reply.overrideTtlMs ?? Number.POSITIVE_INFINITY;
         known.expiresAt = ttl === Number.POSITIVE_INFINITY ? undefined : clock() + ttl;
       }
-      if (known?.block === true) return blockedDecision(known, degraded, clock());
-      const decision = conclude(keyHeadValue, rules, reply.outcomes, cost, degraded, set, consume);
+      if (known?.block === true) {
+        const blocked = blockedDecision(known, degraded, clock());
+        if (consume) decided?.(key, blocked, false);
+        return blocked;
+      }
+      const decision = conclude(key, keyHeadValue, rules, reply.outcomes, cost, degraded, set, consume);
       if (denyCache !== undefined && cacheKey !== undefined && !decision.allowed && degraded === false) {
         denyCache.remember(cacheKey, cacheCost, decision, clock());
       }

@@ -147,6 +147,7 @@ export function createLeases(
   store: Store,
   within: Within,
   failed: (cause: unknown) => void,
+  sliced?: (action: 'taken' | 'returned') => void,
 ): Leases | undefined {
   if (store.lease === undefined || store.local === true) return undefined;
   const lease: NonNullable<Store['lease']> = store.lease.bind(store);
@@ -166,6 +167,7 @@ export function createLeases(
     entry.slice = undefined;
     holding.delete(entry);
     if (slice === undefined || slice.units === 0 || (at >= slice.expiresAt && !slice.returnableLate)) return;
+    sliced?.('returned');
     const returned = store
       .settle(entry.head, entry.set.rules, slice.units, 0, slice.tokens)
       .catch(failed)
@@ -263,6 +265,7 @@ export function createLeases(
       return undefined;
     }
     if ('overrideChanged' in reply) return undefined;
+    if (returned > 0) sliced?.('returned');
     const { granted, outcomes } = reply;
     const expiresAt = sentAt + lifetimeOf(rules, outcomes);
     if (sizing.period !== undefined && granted > 0) entry.windowEnd = expiresAt;
@@ -278,6 +281,7 @@ export function createLeases(
       };
       holding.add(entry);
       arm();
+      sliced?.('taken');
     }
     return outcomes;
   }

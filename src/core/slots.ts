@@ -19,6 +19,8 @@ export interface Slots {
   renew(decision: unknown): Promise<boolean>;
   /** Releases every slot still held (on close). */
   releaseAll(): Promise<void>;
+  /** Visits every slot rule of every admitted check whose slots are held now, with its slots. */
+  inUse(visit: (rule: string, slots: number) => void): void;
 }
 
 interface SlotRules {
@@ -96,6 +98,14 @@ export function createSlots(tickets: Tickets, caller: StoreCaller, clock: () => 
     },
     async releaseAll() {
       await Promise.all([...held.keys()].map(release));
+    },
+    inUse(visit) {
+      const now = clock();
+      // A lease that ran out without a release holds nothing in the store any more.
+      for (const [ticket, until] of held) {
+        if (until <= now) continue;
+        for (const rule of slotRules(ticket.rules).rules) visit(rule.name, ruleCost(rule, ticket.reserved));
+      }
     },
   };
 }

@@ -34,6 +34,7 @@ const PARTS: { name: string; holds: (path: string) => boolean }[] = [
   { name: 'stores/redis/', holds: (path) => path.startsWith('stores/redis/') },
   { name: 'resilience/', holds: (path) => path.startsWith('resilience/') },
   { name: 'core/', holds: (path) => path.startsWith('core/') },
+  { name: 'telemetry/', holds: (path) => path.startsWith('telemetry/') },
   { name: 'limiter.ts', holds: (path) => path === 'limiter.ts' },
   { name: 'http/', holds: (path) => path.startsWith('http/') },
   { name: 'scheduler/', holds: (path) => path.startsWith('scheduler/') },
@@ -47,7 +48,15 @@ type Allowed = string | { types: string };
 
 const LOW = ['leaf', 'algorithms/', 'base/'];
 const STORE = [...LOW, 'stores/types.ts', 'stores/queue-types.ts'];
-const BELOW_LIMITER = [...STORE, 'rules.ts', 'stores/memory/', 'stores/redis/', 'resilience/', 'core/'];
+const BELOW_LIMITER = [
+  ...STORE,
+  'rules.ts',
+  'stores/memory/',
+  'stores/redis/',
+  'resilience/',
+  'core/',
+  'telemetry/',
+];
 const BELOW_ENTRIES = [...BELOW_LIMITER, 'limiter.ts', 'http/', 'scheduler/'];
 
 /** The table's rows, as docs/architecture.md has them; a part may always import itself. */
@@ -62,6 +71,7 @@ const MAY_IMPORT: Record<string, Allowed[]> = {
   'stores/redis/': STORE,
   'resilience/': ['leaf', 'base/', 'stores/types.ts'],
   'core/': [...STORE, 'rules.ts', { types: 'resilience/' }],
+  'telemetry/': ['leaf', 'rules.ts', { types: 'core/' }, { types: 'stores/types.ts' }],
   'limiter.ts': BELOW_LIMITER,
   'http/': [...STORE, 'rules.ts', 'core/', 'limiter.ts'],
   'scheduler/': [...STORE, 'rules.ts', 'core/', 'limiter.ts'],

@@ -71,6 +71,7 @@ export function documentationSnippets(root: string): Snippet[] {
  * the module floodgate's Express types augment (npm hoists it next to @types/express for a user).
  */
 const LINKED = [
+  '@opentelemetry/api',
   'ioredis',
   'redis',
   'express',

@@ -1,14 +1,18 @@
 /**
- * The gateway's admin listener: `GET /metrics` (Prometheus) and `GET /healthz`, on an address of
+ * The gateway's admin listener: `GET /metrics` (Prometheus), `GET /healthz`, `GET /top` (the keys
+ * denied or checked most), and the live page `GET /` with the `GET /stats` it polls, on an address of
  * their own (default 127.0.0.1:9477), so the public port forwards every path to the upstream
  * and operators' endpoints are not reachable from where clients are. Bodies never carry
  * internal error text: it goes to the log.
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import type { TopEntry } from '../../index.js';
 import { RuntimeFailure } from '../args.js';
 import { answerJson } from './envoy/json.js';
 import type { RlsService } from './envoy/service.js';
+import { liveStats, type TopBy, topQuery } from './live.js';
+import { LIVE_PAGE, LIVE_PAGE_CSP } from './live-page.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { StoreHandle } from './store.js';
@@ -22,6 +26,8 @@ export interface AdminOptions {
   store: () => StoreHandle;
   /** The current Envoy rate limit service, for `POST /json`. */
   rls: () => RlsService | undefined;
+  /** The current generation's keys denied or checked most. */
+  top: (by: TopBy, limit: number) => Promise<TopEntry[]>;
 }
 
 export interface AdminListener {
@@ -39,9 +45,9 @@ export function adminUrl(host: string, port: number): string {
 export async function startAdmin(options: AdminOptions): Promise<AdminListener> {
   const { metrics, logger, store } = options;
   const server: Server = createServer(async (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    const send = (status: number, type: string, body: string) => {
-      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+    const [path, search = ''] = (req.url ?? '/').split('?', 2);
+    const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...headers });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
     if (path === '/json' && req.method === 'POST') {
@@ -60,6 +66,27 @@ export async function startAdmin(options: AdminOptions): Promise<AdminListener> 
     if (path === '/metrics') {
       return send(200, 'text/plain; version=0.0.4; charset=utf-8', metrics.registry.render());
     }
+    if (path === '/top' || path === '/stats') {
+      try {
+        if (path === '/stats') {
+          const stats = await liveStats({ metrics, store: () => store().label, top: options.top });
+          return send(200, 'application/json', JSON.stringify(stats));
+        }
+        const query = topQuery(new URLSearchParams(search));
+        if (typeof query === 'string') return send(400, 'application/json', JSON.stringify({ error: query }));
+        return send(200, 'application/json', JSON.stringify(await options.top(query.by, query.limit)));
+      } catch (error) {
+        // A reload can close a generation's limiters while they answer.
+        logger.error('admin_error', { path, error });
+        return send(500, 'application/json', JSON.stringify({ error: 'internal error' }));
+      }
+    }
+    if (path === '/') {
+      return send(200, 'text/html; charset=utf-8', LIVE_PAGE, {
+        'content-security-policy': LIVE_PAGE_CSP,
+        'x-content-type-options': 'nosniff',
+      });
+    }
     if (path === '/healthz') {
       const current = store();
       try {
@@ -72,7 +99,11 @@ export async function startAdmin(options: AdminOptions): Promise<AdminListener> 
         return send(503, 'application/json', JSON.stringify({ status: 'unavailable', store: current.label }));
       }
     }
-    send(404, 'text/plain', 'not found: the admin listener answers /metrics, /healthz and POST /json\n');
+    send(
+      404,
+      'text/plain',
+      'not found: the admin listener answers /, /stats, /top, /metrics, /healthz and POST /json\n',
+    );
   });
   try {
     server.listen(options.port, options.host);

@@ -187,6 +187,7 @@ async function adminFor(
     metrics: shared.metrics,
     store: () => running().store,
     rls: () => running().gateway.rls,
+    top: (by, limit) => running().gateway.top(by, limit),
   });
 }
 

@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { type FloodgateOptions, type FloodgateRouteOptions, floodgate } from '../../http/fastify.js';
-import type { Decision } from '../../index.js';
+import type { Decision, TopEntry } from '../../index.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
@@ -32,6 +32,8 @@ export interface Gateway {
   /** The Envoy rate limit service of this generation, when `grpc` is configured. */
   readonly rls: RlsService | undefined;
   handle(req: IncomingMessage, res: ServerResponse): void;
+  /** The keys this generation checked or denied most (see LimiterCache.top). */
+  top(by: 'denied' | 'checked', limit: number): Promise<TopEntry[]>;
   /**
    * Resolves true once no request and no RLS call of this generation is in flight; false after
    * `timeoutMs` if given.
@@ -86,7 +88,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
     await app.close();
     await limiters.close();
   };
-  return { rls, ...generation(app, metrics, anyCaseSensitive, rlsCalls, close) };
+  return { rls, top: limiters.top, ...generation(app, metrics, anyCaseSensitive, rlsCalls, close) };
 }
 
 /** The service, each call counted in flight from its first turn until it settles. */
@@ -282,7 +284,7 @@ function generation(
   anyCaseSensitive: boolean,
   rlsCalls: InFlight,
   closeAll: () => Promise<void>,
-): Omit<Gateway, 'rls'> {
+): Omit<Gateway, 'rls' | 'top'> {
   const requests = createInFlight();
   let closing: Promise<void> | undefined;
   return {

@@ -4,7 +4,14 @@
  * and metrics. With tiers a limiter holds every plan's rules (`plans`) and each check names one;
  * otherwise it holds the one rule list.
  */
-import { createLimiter, type Limiter, type LimiterOptions, type RuleOptions } from '../../index.js';
+import {
+  createLimiter,
+  type Limiter,
+  type LimiterOptions,
+  type RuleOptions,
+  type TopEntry,
+} from '../../index.js';
+import { mergeTop } from '../../internal.js';
 import { DEFAULT_PLAN, type GatewayConfig } from '../config/schema.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -17,6 +24,9 @@ export interface LimiterParts {
   metrics: GatewayMetrics;
   logger: Logger;
 }
+
+/** Counters of each limiter's heavy-hitter sketch (the limiter's default). */
+export const TOP_KEYS = 1000;
 
 export function createLimiterCache(parts: LimiterParts) {
   const { config, logger, metrics } = parts;
@@ -33,6 +43,7 @@ export function createLimiterCache(parts: LimiterParts) {
         timeout: config.storeTimeoutMs,
         onStoreError: config.onStoreError,
         shadow: config.shadow,
+        topKeys: TOP_KEYS,
       });
       limiter.on('storeError', () => metrics.storeErrors.inc());
       limiter.on('degraded', ({ reason, cause }) => {
@@ -60,6 +71,20 @@ export function createLimiterCache(parts: LimiterParts) {
     /** The limiter of a plain rule list, outside plans (the Envoy rate limit service's limits). */
     forRules(rules: readonly RuleOptions[]): Limiter {
       return cached(JSON.stringify({ rules }), () => ({ rules }));
+    },
+    /**
+     * The keys this generation's limiters checked or denied most, most first. A limiter's list of
+     * TOP_KEYS entries bounds every key it leaves out by its last count (0 when it is shorter),
+     * which keeps `count - error <= true <= count` for the sum over limiters.
+     */
+    async top(by: 'denied' | 'checked', limit: number): Promise<TopEntry[]> {
+      const lists = await Promise.all(
+        [...cache.values()].map((limiter) => limiter.top({ by, limit: TOP_KEYS })),
+      );
+      const floors = lists.map((list) =>
+        list.length === TOP_KEYS ? (list[TOP_KEYS - 1] as TopEntry).count : 0,
+      );
+      return mergeTop(lists, floors, limit);
     },
     /**
      * Closes every limiter once the calls under way on it have settled: their quota slices' unused

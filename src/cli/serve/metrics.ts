@@ -5,12 +5,12 @@
 
 type Labels = Record<string, string>;
 
-interface Series {
+export interface Series {
   labels: Labels;
   value: number;
 }
 
-interface HistogramSeries {
+export interface HistogramSeries {
   labels: Labels;
   counts: number[];
   sum: number;
@@ -19,15 +19,21 @@ interface HistogramSeries {
 
 export interface Counter {
   inc(labels?: Labels, by?: number): void;
+  /** Every series and its value now (for the admin listener's live page). */
+  series(): readonly Series[];
 }
 
 export interface Gauge {
   set(value: number, labels?: Labels): void;
   add(by: number, labels?: Labels): void;
+  series(): readonly Series[];
 }
 
 export interface Histogram {
   observe(value: number, labels?: Labels): void;
+  /** Every series: its count per bucket (not cumulative), sum and count. */
+  series(): readonly HistogramSeries[];
+  readonly buckets: readonly number[];
 }
 
 export interface Registry {
@@ -61,20 +67,21 @@ export function createRegistry(): Registry {
       for (const [id, entry] of series) text += `${name}${id} ${formatNumber(entry.value)}\n`;
       return text;
     });
-    return get;
+    return { get, series: () => [...series.values()] };
   }
 
   return {
     counter(name, help) {
-      const get = scalar(name, help, 'counter');
+      const { get, series } = scalar(name, help, 'counter');
       return {
         inc(labels = {}, by = 1) {
           get(labels).value += by;
         },
+        series,
       };
     },
     gauge(name, help) {
-      const get = scalar(name, help, 'gauge');
+      const { get, series } = scalar(name, help, 'gauge');
       return {
         set(value, labels = {}) {
           get(labels).value = value;
@@ -82,6 +89,7 @@ export function createRegistry(): Registry {
         add(by, labels = {}) {
           get(labels).value += by;
         },
+        series,
       };
     },
     histogram(name, help, buckets) {
@@ -101,6 +109,8 @@ export function createRegistry(): Registry {
         return text;
       });
       return {
+        buckets,
+        series: () => [...series.values()],
         observe(value, labels = {}) {
           const id = labelText(labels);
           let entry = series.get(id);

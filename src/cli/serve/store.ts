@@ -4,6 +4,7 @@
  * reloads unless the reload points at another Redis, so counts survive a SIGHUP.
  */
 import { memoryStore, redisStore, type Store } from '../../index.js';
+import { timedStore } from '../../internal.js';
 import { connectRedis, type RedisConnection, type RedisTarget } from '../redis.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -79,69 +80,9 @@ export function sameTarget(a: RedisTarget | undefined, b: RedisTarget | undefine
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** The same store, with the duration of each check, peek, quota slice and reset recorded (by either evaluate path); everything else passed through. */
+/** The same store, with the duration of each store call recorded (see timedStore). */
 function timed(store: Store, metrics: GatewayMetrics): Store {
-  const observe = (operation: string, started: number) =>
-    metrics.storeLatency.observe((performance.now() - started) / 1000, { store: store.kind, operation });
-  const lease = store.lease?.bind(store);
-  const evaluateWith = store.evaluateWith?.bind(store);
-  return {
-    kind: store.kind,
-    ...(store.local !== undefined ? { local: store.local } : {}),
-    ...(store.clock !== undefined ? { clock: store.clock } : {}),
-    ...(store.shardOf !== undefined ? { shardOf: store.shardOf.bind(store) } : {}),
-    ...(store.inspect !== undefined ? { inspect: store.inspect.bind(store) } : {}),
-    ...(store.slots !== undefined ? { slots: store.slots.bind(store) } : {}),
-    evaluate(head, rules, cost, consume, overrideSeen) {
-      const started = performance.now();
-      const operation = consume ? 'check' : 'peek';
-      const reply = store.evaluate(head, rules, cost, consume, overrideSeen);
-      // The memory store answers synchronously: keep it so (no promise where there was none).
-      if (!(reply instanceof Promise)) {
-        observe(operation, started);
-        return reply;
-      }
-      return reply.finally(() => observe(operation, started));
-    },
-    // Left out, every check would take the store's slower promise path.
-    ...(evaluateWith !== undefined
-      ? {
-          evaluateWith(head, rules, cost, consume, overrideSeen, receiver) {
-            const started = performance.now();
-            const operation = consume ? 'check' : 'peek';
-            evaluateWith(head, rules, cost, consume, overrideSeen, {
-              answered(reply) {
-                observe(operation, started);
-                receiver.answered(reply);
-              },
-              failed(error) {
-                observe(operation, started);
-                receiver.failed(error);
-              },
-            });
-          },
-        }
-      : {}),
-    async reset(head, rules) {
-      const started = performance.now();
-      try {
-        await store.reset(head, rules);
-      } finally {
-        observe('reset', started);
-      }
-    },
-    // Left out, the limiter could not lease: rules with quotaLease would check every request.
-    ...(lease !== undefined
-      ? {
-          lease(...args: Parameters<typeof lease>) {
-            const started = performance.now();
-            return lease(...args).finally(() => observe('lease', started));
-          },
-        }
-      : {}),
-    settle: (...args) => store.settle(...args),
-    setOverride: (...args) => store.setOverride(...args),
-    clearOverride: (...args) => store.clearOverride(...args),
-    listOverrides: (...args) => store.listOverrides(...args),
-  };
+  return timedStore(store, (operation, seconds) =>
+    metrics.storeLatency.observe(seconds, { store: store.kind, operation }),
+  );
 }
