@@ -94,9 +94,10 @@ describe('the packed tarball', () => {
       'proto/grpc/health/v1/health.proto',
     ])
       expect(packedFiles).toContain(file);
-    // Every page of docs/, which the README's documentation map links, and nothing else of it.
+    // Every page of docs/ (which the README's documentation map links) and the images the pages
+    // show, and nothing else of it.
     const pages = readdirSync(join(ROOT, 'docs'))
-      .filter((file) => file.endsWith('.md'))
+      .filter((file) => file.endsWith('.md') || file.endsWith('.png'))
       .map((file) => `docs/${file}`);
     expect(packedFiles.filter((file) => file.startsWith('docs/')).sort()).toEqual(pages.sort());
     expect(
