@@ -7,21 +7,10 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../src/cli/compare/scenarios.js';
 import { createLimiter, memoryStore } from '../../src/index.js';
 import { createHeavyHitters, TOP_PERIOD_MS } from '../../src/telemetry/heavy-hitters.js';
 import { createSpaceSaving, type TopEntry } from '../../src/telemetry/space-saving.js';
-
-/** A seeded PRNG (mulberry32): the same stream on every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `length` ranks drawn from a Zipf distribution (exponent 1) over `keys` ranks. */
 function zipfRanks(keys: number, length: number, seed: number): Int32Array {
@@ -31,7 +20,7 @@ function zipfRanks(keys: number, length: number, seed: number): Int32Array {
     total += 1 / (rank + 1);
     cumulative[rank] = total;
   }
-  const next = random(seed);
+  const next = mulberry32(seed);
   const ranks = new Int32Array(length);
   for (let i = 0; i < length; i++) {
     const target = next() * total;
@@ -74,7 +63,7 @@ describe('Space-Saving sketch', () => {
 
   it('holds count − error ≤ true ≤ count, and counts every offer once, on random streams', () => {
     for (const seed of [1, 2, 3]) {
-      const next = random(seed);
+      const next = mulberry32(seed);
       const sketch = createSpaceSaving(50);
       const exact = new Map<string, number>();
       for (let i = 0; i < 20_000; i++) {
