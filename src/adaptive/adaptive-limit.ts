@@ -21,8 +21,11 @@ import { latencySamples } from './samples.js';
 
 /** A request let through: report how it ended, once (later calls do nothing). */
 export interface Admission {
-  /** The upstream answered: its latency counts. */
-  success(): void;
+  /**
+   * The upstream answered: its latency counts, by default the time since `acquire`; give the
+   * time to the response's head instead when its body streams for long.
+   */
+  success(latencyMs?: number): void;
   /** The upstream timed out or answered that it is overloaded: the limit backs off. */
   dropped(): void;
   /** Ended in a way that says nothing of the upstream (the client went away): not counted. */
@@ -184,12 +187,13 @@ function createWindowState(settings: ResolvedAdaptiveOptions) {
     startedAt: number,
     admittedIn: number,
     outcome: 'success' | 'dropped' | 'ignore',
+    latencyMs: number | undefined,
     emit: Emit,
   ): void {
     inFlight--;
     const now = settings.clock();
     if (admittedIn === epoch) {
-      if (outcome === 'success') samples.add(now - startedAt);
+      if (outcome === 'success') samples.add(latencyMs ?? now - startedAt);
       else if (outcome === 'dropped') dropped = true;
     }
     advance(now, emit);
@@ -213,12 +217,16 @@ function createWindowState(settings: ResolvedAdaptiveOptions) {
       if (inFlight > peakInFlight) peakInFlight = inFlight;
       const admittedIn = epoch;
       let open = true;
-      const end = (outcome: 'success' | 'dropped' | 'ignore') => () => {
+      const end = (outcome: 'success' | 'dropped' | 'ignore', latencyMs?: number) => {
         if (!open) return;
         open = false;
-        finish(now, admittedIn, outcome, emit);
+        finish(now, admittedIn, outcome, latencyMs, emit);
       };
-      return { success: end('success'), dropped: end('dropped'), ignore: end('ignore') };
+      return {
+        success: (latencyMs) => end('success', latencyMs),
+        dropped: () => end('dropped'),
+        ignore: () => end('ignore'),
+      };
     },
     stats() {
       const probing = probeStartedAt !== undefined;
