@@ -147,3 +147,32 @@ describe('serve --adaptive', () => {
     );
   });
 });
+
+describe('compare --adaptive', () => {
+  it('runs the lab: without the limit the upstream collapses, with it critical work is served', async () => {
+    const { code, stdout } = await runCli(['compare', '--adaptive', '--duration', '12s', '--steady', '--json']);
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout) as {
+      unloadedP99Ms: number;
+      runs: {
+        controller: string;
+        goodput: number;
+        p99Ms: number;
+        served: { critical: number };
+        offered: { critical: number };
+      }[];
+    };
+    const [none, adaptive] = result.runs;
+    expect(none?.controller).toBe('none');
+    expect(none?.goodput).toBeLessThan(0.5);
+    expect(adaptive?.goodput).toBeGreaterThan(0.9);
+    expect(adaptive?.p99Ms).toBeLessThan(1.5 * result.unloadedP99Ms);
+    expect((adaptive?.served.critical ?? 0) / (adaptive?.offered.critical ?? 1)).toBeGreaterThan(0.99);
+  });
+
+  it('refuses a bad option by name', async () => {
+    const { code, stderr } = await runCli(['compare', '--adaptive', '--offered', '50']);
+    expect(code).toBe(2);
+    expect(stderr).toContain("--offered: '50' must be a number from 0.1 to 20");
+  });
+});
