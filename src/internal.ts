@@ -3,6 +3,7 @@
  * (rule parsing, the Redis key layout and script, the HTTP key and header pieces). Not exported
  * by the package; the CLI imports the public API from index.ts and everything else from here.
  */
+export { endAdmission } from './adaptive/ending.js';
 export { CRITICALITIES } from './adaptive/options.js';
 export { BLOCK_SUFFIX } from './algorithms/block.js';
 export { ALGORITHM_NAMES, ALGORITHMS, RATE_ALGORITHM_NAMES } from './algorithms/index.js';

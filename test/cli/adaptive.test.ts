@@ -150,7 +150,14 @@ describe('serve --adaptive', () => {
 
 describe('compare --adaptive', () => {
   it('runs the lab: without the limit the upstream collapses, with it critical work is served', async () => {
-    const { code, stdout } = await runCli(['compare', '--adaptive', '--duration', '12s', '--steady', '--json']);
+    const { code, stdout } = await runCli([
+      'compare',
+      '--adaptive',
+      '--duration',
+      '12s',
+      '--steady',
+      '--json',
+    ]);
     expect(code).toBe(0);
     const result = JSON.parse(stdout) as {
       unloadedP99Ms: number;

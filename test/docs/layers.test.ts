@@ -74,7 +74,7 @@ const MAY_IMPORT: Record<string, Allowed[]> = {
   'core/': [...STORE, 'rules.ts', { types: 'resilience/' }],
   'telemetry/': ['leaf', 'rules.ts', { types: 'core/' }, { types: 'stores/types.ts' }],
   'limiter.ts': BELOW_LIMITER,
-  'http/': [...STORE, 'rules.ts', 'core/', 'limiter.ts'],
+  'http/': [...STORE, 'rules.ts', 'core/', 'limiter.ts', 'adaptive/'],
   'scheduler/': [...STORE, 'rules.ts', 'core/', 'limiter.ts'],
   'adaptive/': ['leaf', 'rules.ts'],
   'index.ts': BELOW_ENTRIES,

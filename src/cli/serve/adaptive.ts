@@ -14,7 +14,7 @@ import {
   type Criticality,
   createAdaptiveLimit,
 } from '../../index.js';
-import { CRITICALITIES } from '../../internal.js';
+import { CRITICALITIES, endAdmission } from '../../internal.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
 import { sendProblem } from './reply.js';
@@ -43,11 +43,6 @@ interface Admitted {
 }
 
 const admitted = new WeakMap<FastifyRequest, Admitted>();
-
-// Statuses that say the upstream was not the one answering: the request says nothing of its latency.
-const NOT_THE_UPSTREAM = new Set([408, 429]);
-// Statuses that say the upstream is failing or overloaded: the limit backs off.
-const OVERLOADED = new Set([502, 503, 504]);
 
 /** Adds the adaptive limit's hooks to a generation's app. */
 export function addShedding(
@@ -99,10 +94,11 @@ function shed(req: IncomingMessage, reply: FastifyReply): void {
 
 /** How an admitted request ended, told to the limit. */
 function end(entry: Admitted, reply: FastifyReply): void {
-  const status = reply.statusCode;
-  if (OVERLOADED.has(status)) entry.admission.dropped();
-  else if (NOT_THE_UPSTREAM.has(status) || entry.headAt === undefined) entry.admission.ignore();
-  else entry.admission.success(entry.headAt - entry.startedAt);
+  endAdmission(
+    entry.admission,
+    reply.statusCode,
+    entry.headAt === undefined ? undefined : entry.headAt - entry.startedAt,
+  );
 }
 
 /** A request's criticality from the configured header; undefined when absent or not one of the values. */
