@@ -399,7 +399,7 @@ describe('gateway config', () => {
       'rules[0].window: required with a numeric limit (or write limit: "5/1m")',
     );
     expect(error({ rules: ['5/1m'], colour: 'blue' })).toBe(
-      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, clientTimeout, clientConcurrency, store, onStoreError, shadow, headers, blockedStatus, trustProxy, apiKeyHeader, rules, concurrency, tiers, plans, routes, skip, shutdownTimeout, admin, grpc',
+      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, clientTimeout, clientConcurrency, store, onStoreError, shadow, headers, blockedStatus, trustProxy, apiKeyHeader, rules, concurrency, tiers, plans, routes, skip, shutdownTimeout, admin, grpc, adaptive, priorityHeader',
     );
     expect(error({ routes: [{ path: 'v1/users' }] })).toBe(
       'routes[0].path: "v1/users" must start with / and have no spaces, e.g. /v1/users/:id or /assets/*',

@@ -16,6 +16,7 @@ import {
 } from '../args.js';
 import { createProgress } from '../progress.js';
 import { connectRedis, redisTargetFrom } from '../redis.js';
+import { compareAdaptive } from './adaptive-command.js';
 import { htmlPage, renderHtml, renderSvg } from './chart.js';
 import { UPSTREAM_DIALECTS, type UpstreamDialect } from './hidden-limit.js';
 import { type LeaseBackend, leaseText, memoryBackend, redisBackend, runLeaseComparison } from './lease.js';
@@ -56,6 +57,9 @@ Options:
                       twice too loose, and with the same reading the upstream's headers; prints
                       served calls, upstream 429s and the budget used (--chart: queue depth,
                       grants and 429s over time)
+  --adaptive          instead: a simulated lab of the adaptive concurrency limit (an upstream
+                      that slows past its capacity, offered 3× it; floodgate compare --adaptive
+                      --help lists its options)
   --workers N         workers of --schedule (default 50)
   --tokens N          tokens per window the --schedule upstream allows (default 100000)
   --dialect NAME      headers of the --schedule upstream (default openai)
@@ -289,6 +293,8 @@ async function writeChart(file: string, content: string, quiet: boolean): Promis
 }
 
 export async function compareCommand(argv: readonly string[]): Promise<number> {
+  // The adaptive lab has options of its own: it is parsed apart from the algorithm comparison.
+  if (argv.includes('--adaptive')) return compareAdaptive(argv);
   const options = parseCompareSettings(argv);
   if (options.help) {
     process.stdout.write(COMPARE_HELP);
