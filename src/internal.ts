@@ -6,7 +6,7 @@
 export { BLOCK_SUFFIX } from './algorithms/block.js';
 export { ALGORITHM_NAMES, ALGORITHMS, RATE_ALGORITHM_NAMES } from './algorithms/index.js';
 export { SLIDING_LOG_MAX_LIMIT } from './algorithms/sliding-log.js';
-export { keyHead } from './base/key-encoding.js';
+export { keyHead, resolvePrefix } from './base/key-encoding.js';
 export type { ResolvedRule } from './base/types.js';
 export { decodeOverride } from './core/overrides.js';
 export { describe } from './describe.js';
@@ -18,5 +18,6 @@ export { addressKey, hashApiKey, UNKNOWN_CLIENT } from './http/request-keys.js';
 export { formatDuration, MAX_UNITS_TIMES_WINDOW, resolveRules } from './rules.js';
 export { overrideKey } from './stores/redis/key-layout.js';
 export { scriptFor } from './stores/redis/script.js';
+export { fleetTop } from './telemetry/fleet.js';
 export { mergeTop } from './telemetry/heavy-hitters.js';
 export { timedStore } from './telemetry/timed-store.js';

@@ -53,14 +53,7 @@ export function createFleet(options: FleetOptions): Fleet {
       checked.offer(key);
       if (wasDenied) denied.offer(key);
     },
-    async top(by, limit) {
-      const found = await sketches.read(prefix, by, TOP_PERIOD_MS);
-      return mergeTop(
-        found.map((sketch) => sketch.entries),
-        found.map((sketch) => sketch.floor),
-        limit,
-      );
-    },
+    top: (by, limit) => fleetTop(sketches, prefix, by, limit),
     async close() {
       clearInterval(timer);
       let waited: ReturnType<typeof setTimeout> | undefined;
@@ -73,6 +66,21 @@ export function createFleet(options: FleetOptions): Fleet {
       clearTimeout(waited);
     },
   };
+}
+
+/** The fleet's `limit` keys with the highest counts under `prefix`, most first (`floodgate top` reads it too). */
+export async function fleetTop(
+  sketches: FleetSketches,
+  prefix: string,
+  by: TopBy,
+  limit: number,
+): Promise<TopEntry[]> {
+  const found = await sketches.read(prefix, by, TOP_PERIOD_MS);
+  return mergeTop(
+    found.map((sketch) => sketch.entries),
+    found.map((sketch) => sketch.floor),
+    limit,
+  );
 }
 
 /** A sketch's first `max` entries, and a floor that bounds the rest. */
