@@ -11,6 +11,7 @@ import type { GrpcListener } from './envoy/grpc.js';
 import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
+import type { GatewayOtel } from './otel.js';
 import type { StoreHandle } from './store.js';
 
 /** What every generation shares for the life of the process. */
@@ -19,6 +20,8 @@ export interface Shared {
   metrics: GatewayMetrics;
   /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
   apiKeySecret: string | undefined;
+  /** OpenTelemetry, when the environment configures it (otel.ts). */
+  otel?: GatewayOtel | undefined;
 }
 
 /** A running gateway: the listening server, and the parts a reload replaces or shutdown closes. */
@@ -53,6 +56,13 @@ export async function buildNamed(parsed: Parsed, parts: GatewayParts): Promise<G
 }
 
 export function partsOf(config: GatewayConfig, store: StoreHandle, shared: Shared): GatewayParts {
-  const { logger, metrics, apiKeySecret } = shared;
-  return { config, store, logger, metrics, ...(apiKeySecret ? { apiKeySecret } : {}) };
+  const { logger, metrics, apiKeySecret, otel } = shared;
+  return {
+    config,
+    store,
+    logger,
+    metrics,
+    ...(apiKeySecret ? { apiKeySecret } : {}),
+    ...(otel !== undefined ? { meter: otel.meter } : {}),
+  };
 }
