@@ -384,3 +384,22 @@ describe('the function library and the script cache are per node', () => {
     },
   );
 });
+
+describe('the fleet view on Redis Cluster', () => {
+  it("merges and reads a prefix's sketches on its own slot, through every client", async () => {
+    for (const { name, store } of clients.stores) {
+      await resetStats();
+      const prefix = `fleet-${name}`;
+      const writer = createLimiter({ rules: FIVE_ALGORITHM_RULES, store, prefix, fleetInterval: '20ms' });
+      for (const key of ['a', 'b', 'a', 'c', 'a']) await writer.check(key);
+      await writer.close();
+      const reader = createLimiter({ rules: FIVE_ALGORITHM_RULES, store, prefix });
+      expect(await reader.top({ by: 'checked', fleet: true, limit: 2 }), name).toEqual([
+        { key: 'a', count: 3, error: 0 },
+        { key: 'b', count: 1, error: 0 },
+      ]);
+      await reader.close();
+      expect(sum(await sumStat('errorstats', 'errorstat_CROSSSLOT', 'count'))).toBe(0);
+    }
+  });
+});
