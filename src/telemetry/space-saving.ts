@@ -8,10 +8,9 @@
  * The counters sit in a stream summary: buckets of equal count in a list sorted by count, each
  * with its counters in a list of its own, so an update is O(1) (a counter moves to the next
  * bucket) and the smallest counter is the first of the first bucket. Everything lives in typed
- * arrays allocated once, the key index too (key-index.ts): an update allocates nothing.
+ * arrays allocated once: an update allocates nothing but a key's map entry.
  */
 import type { TopEntry } from '../stores/types.js';
-import { createKeyIndex } from './key-index.js';
 
 export type { TopEntry };
 
@@ -28,7 +27,7 @@ const NONE = -1;
 
 export function createSpaceSaving(capacity: number): SpaceSaving {
   const keys: (string | undefined)[] = new Array(capacity).fill(undefined);
-  const index = createKeyIndex(keys, capacity);
+  const index = new Map<string, number>();
   const count = new Float64Array(capacity);
   const error = new Float64Array(capacity);
   // Each counter's bucket, and its neighbours in that bucket's list.
@@ -108,13 +107,12 @@ export function createSpaceSaving(capacity: number): SpaceSaving {
 
   return {
     offer(key) {
-      const hash = index.hashOf(key);
-      const known = index.find(key, hash);
-      if (known !== NONE) return increment(known);
+      const known = index.get(key);
+      if (known !== undefined) return increment(known);
       if (used < capacity) {
         const counter = used++;
         keys[counter] = key;
-        index.add(counter, hash);
+        index.set(key, counter);
         count[counter] = 1;
         error[counter] = 0;
         attach(counter, smallest !== NONE && bucketCount[smallest] === 1 ? smallest : newBucket(1, NONE));
@@ -122,9 +120,9 @@ export function createSpaceSaving(capacity: number): SpaceSaving {
       }
       // The smallest counter changes hands: its count is the new key's error.
       const counter = bucketHead[smallest] as number;
-      index.remove(counter);
+      index.delete(keys[counter] as string);
       keys[counter] = key;
-      index.add(counter, hash);
+      index.set(key, counter);
       error[counter] = count[counter] as number;
       increment(counter);
     },
