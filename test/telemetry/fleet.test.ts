@@ -162,6 +162,29 @@ describe('top({ fleet: true }) on Redis', () => {
     for (const key of await admin.keys('rotate:*')) expect(await admin.pttl(key)).toBeGreaterThan(0);
   });
 
+  it('reports a merge that fails as a storeError, and drops it', async () => {
+    const redis = client();
+    const refused = new Error('ERR the sketch is refused');
+    // Every script but the sketch's goes through.
+    const runner = {
+      evalSha: (sha: string, keys: readonly string[], args: readonly string[]) =>
+        sha === SKETCH_SCRIPT.sha
+          ? Promise.reject(refused)
+          : redis.evalsha(sha, keys.length, ...keys, ...args),
+      eval: (script: string, keys: readonly string[], args: readonly string[]) =>
+        script === SKETCH_SCRIPT.text
+          ? Promise.reject(refused)
+          : redis.eval(script, keys.length, ...keys, ...args),
+    };
+    const errors: unknown[] = [];
+    const limiter = createLimiter({ rules: RULES, prefix: 'refused', store: redisStore({ client: runner }) });
+    limiter.on('storeError', (cause) => errors.push(cause));
+    expect((await limiter.check('a')).allowed).toBe(true);
+    await limiter.close();
+    expect(errors).toEqual([refused]);
+    expect(await admin.keys('refused:{#top*')).toEqual([]);
+  });
+
   it('has the pinned SHA (update the pin deliberately when the script changes)', () => {
     expect(SKETCH_SCRIPT.sha, 'the sketch script changed: review, then update PINNED_SKETCH_SHA').toBe(
       PINNED_SKETCH_SHA,
