@@ -24,7 +24,7 @@ function sketchArgs(sketch: Sketch): string[] {
 }
 
 /** `{ floor, key, count, error, ... }` as the script answers a read. */
-function sketchOf(reply: unknown): Sketch {
+function decodedSketch(reply: unknown): Sketch {
   const flat = Array.isArray(reply) ? reply : [];
   const entries: TopEntry[] = [];
   for (let i = 1; i + 2 < flat.length; i += 3) {
@@ -50,7 +50,7 @@ export function redisSketches(run: Run, now: () => string): FleetSketches {
     },
     async read(prefix, by, periodMs) {
       const reply = await run(SKETCH_SCRIPT, sketchKeys(prefix, by), ['r', now(), String(periodMs)]);
-      return (Array.isArray(reply) ? reply : []).map(sketchOf);
+      return (Array.isArray(reply) ? reply : []).map(decodedSketch);
     },
   };
 }
