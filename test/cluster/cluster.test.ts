@@ -89,7 +89,8 @@ describe('all five algorithms in one limiter', () => {
     await resetStats();
 
     for (const { name, store } of clients.stores) {
-      const limiter = createLimiter({ rules, store, prefix: `five-${name}`, timeout: '5s' });
+      // No heavy hitters: their merge into the fleet's sketch is a call on another slot.
+      const limiter = createLimiter({ rules, store, prefix: `five-${name}`, timeout: '5s', topKeys: 0 });
       for (const key of keys) {
         const decisions = [];
         for (let i = 0; i < 4; i++) decisions.push(await limiter.check(key));
