@@ -26,6 +26,16 @@ const MIX = [
   ['sheddable', 0.3],
 ] as const;
 
+/** The criticality a draw in [0, 1) falls on, by MIX's shares. */
+function pickPriority(draw: number): string {
+  let left = draw;
+  for (const [priority, share] of MIX) {
+    left -= share;
+    if (left < 0) return priority;
+  }
+  return 'standard';
+}
+
 interface Run {
   name: string;
   adaptive: boolean;
@@ -95,8 +105,7 @@ async function offer(url: string, offered: number) {
     next += -Math.log(1 - random()) / ratePerMs;
     const wait = next - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-    let draw = random();
-    const priority = MIX.find(([, share]) => (draw -= share) < 0)?.[0] ?? 'standard';
+    const priority = pickPriority(random());
     if (priority === 'critical') critical.sent++;
     const sentAt = performance.now();
     pending.push(

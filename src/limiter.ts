@@ -96,6 +96,12 @@ export interface LimiterOptions {
    * memory that does not grow with the number of keys. Default 1,000; `0` turns it off.
    */
   topKeys?: number;
+  /**
+   * How often this process merges its heavy hitters into the store's fleet sketches, which
+   * `top({ fleet: true })` and `floodgate top` read (a store that keeps them: Redis). Default
+   * `'5s'`, from `'10ms'` to `'20s'`.
+   */
+  fleetInterval?: Duration;
 }
 
 /** A rule as the limiter resolved it, for adapters (headers) and operators. */
@@ -190,7 +196,8 @@ export interface Limiter {
   /**
    * The keys this process denied (`by: 'denied'`, the default) or checked (`'checked'`) most over
    * the last 5 to 10 minutes, most first, from the `topKeys` sketch: each entry's true count is
-   * between `count - error` and `count`. Rejects when `topKeys` is 0.
+   * between `count - error` and `count`. With `fleet: true`, the keys of every process on the
+   * store (Redis), as of their last merges. Rejects when `topKeys` is 0.
    * @example
    * for (const { key, count } of await limiter.top({ limit: 5 })) console.log(key, count);
    */
@@ -224,6 +231,7 @@ export const LIMITER_OPTIONS: ReadonlySet<string> = new Set([
   'shadow',
   'meter',
   'topKeys',
+  'fleetInterval',
 ]);
 /** Overrides remembered per process; a key past it costs one extra round trip on its next check. */
 const OVERRIDE_CACHE_KEYS = 10_000;
@@ -283,8 +291,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const telemetry = createTelemetry({
     meter: options.meter,
     topKeys: options.topKeys,
+    fleetInterval: options.fleetInterval,
     prefix,
     clock,
+    sketches: store.sketches,
+    timeoutMs,
+    failed: (cause) => storeFailed(cause),
     // Read at collection time, when `slots` below exists.
     slots: slotRules.length === 0 ? undefined : { rules: slotRules, inUse: (visit) => slots.inUse(visit) },
   });
@@ -392,7 +404,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     close: async function close() {
       await lifecycle.close();
-      await Promise.all([slots.releaseAll(), leases?.close()]);
+      await Promise.all([slots.releaseAll(), leases?.close(), telemetry.close()]);
       metrics?.close();
     },
     on(event, listener) {

@@ -3,9 +3,14 @@
  * (bench/instructions.ts, bench/allocations.ts) measure it: a build directory's `limiter.check`
  * of one rule, or the `check` of the contender in bench/peers with that `short` name, on a plain
  * client of the given Redis, with a policy that admits every check of a run.
+ *
+ * A build directory may carry a variant after `@`, comma-separated: `memory` (the memory store
+ * instead of Redis), `meter` (an OpenTelemetry SDK meter, `@opentelemetry/sdk-metrics` with a
+ * reader, as an application would give it), `top0` (`topKeys: 0`); e.g. `dist/esm@memory,top0`.
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { Redis } from 'ioredis';
 import type * as Floodgate from '../../src/index.js';
 import { REDIS_CONTENDERS } from '../peers/index.js';
@@ -33,6 +38,19 @@ const POLICY = { limit: 100_000_000, windowMs: 3_600_000 };
 
 export type LoneCheck = (key: string) => Promise<unknown>;
 
+const VARIANTS = new Set(['memory', 'meter', 'top0']);
+
+/** A reader the measured process never needs to call: instruments record as under any reader. */
+class IdleReader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+
+/** A meter of the real SDK, as an application hands one to the limiter. */
+function sdkMeter() {
+  return new MeterProvider({ readers: [new IdleReader()] }).getMeter('bench');
+}
+
 /** The check of `name` (a build directory or a contender's short name) and its client, connected. */
 export async function loneCheck(
   name: string,
@@ -44,11 +62,19 @@ export async function loneCheck(
   const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, ...contender?.clientOptions });
   await client.connect();
   if (contender !== undefined) return { check: await contender.create(client, POLICY), client };
-  const floodgate = (await import(pathToFileURL(resolve(name, 'index.js')).href)) as typeof Floodgate;
+  const [directory = name, variant = ''] = name.split('@');
+  const wanted = new Set(variant.split(',').filter(Boolean));
+  for (const option of wanted) {
+    if (!VARIANTS.has(option))
+      throw new RangeError(`${name}: unknown variant '${option}' (memory, meter, top0)`);
+  }
+  const floodgate = (await import(pathToFileURL(resolve(directory, 'index.js')).href)) as typeof Floodgate;
   const limiter = floodgate.createLimiter({
     prefix: `in${process.pid}`,
     rules: { name: 'in', algorithm, limit: POLICY.limit, window: POLICY.windowMs },
-    store: floodgate.redisStore({ client }),
+    store: wanted.has('memory') ? floodgate.memoryStore() : floodgate.redisStore({ client }),
+    ...(wanted.has('meter') ? { meter: sdkMeter() } : {}),
+    ...(wanted.has('top0') ? { topKeys: 0 } : {}),
   });
   return { check: (key) => limiter.check(key), client };
 }

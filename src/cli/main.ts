@@ -17,6 +17,7 @@ Commands:
   inspect KEY      show a key's state under each rule (remaining, reset, retry) and its Redis keys
   reset KEY        forget a key's state under every rule
   override ...     set, clear or list a key's override (other rules, or a block) in the shared store
+  top              the keys the whole fleet denies (or checks) most, live, from Redis
 
 Run 'floodgate <command> --help' for a command's options.
 Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.
@@ -30,6 +31,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   reset: async () => (await import('./reset.js')).resetCommand,
   override: async () => (await import('./override.js')).overrideCommand,
   serve: async () => (await import('./serve/command.js')).serveCommand,
+  top: async () => (await import('./top.js')).topCommand,
 };
 
 export async function main(argv: readonly string[]): Promise<number> {

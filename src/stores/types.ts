@@ -104,6 +104,41 @@ export interface StoredOverride {
   readonly expiresInMs: number | undefined;
 }
 
+/** One key in a heavy-hitter sketch: its true count is between `count - error` and `count`. */
+export interface TopEntry {
+  key: string;
+  /** An upper bound of the key's true count. */
+  count: number;
+  /** How much of `count` may be another key's: the true count is at least `count - error`. */
+  error: number;
+}
+
+/** What a heavy-hitter sketch counts: every check of a key, or its denials. */
+export type TopBy = 'denied' | 'checked';
+
+/**
+ * A sketch's counters, most first, and its floor: a key it does not list was counted at most
+ * `floor` times (0 when nothing was left out).
+ */
+export interface Sketch {
+  readonly entries: readonly TopEntry[];
+  readonly floor: number;
+}
+
+/**
+ * The fleet's heavy hitters in a shared store: every process merges what it counted since its
+ * last merge, and any process reads the sum. Bounded: at most `capacity` keys per sketch.
+ */
+export interface FleetSketches {
+  /**
+   * Adds each measure's counts since the last merge to the fleet's sketches under `prefix`; a
+   * sketch counts for `periodMs`, then becomes the previous one (dropped a period later).
+   */
+  merge(prefix: string, periodMs: number, capacity: number, checked: Sketch, denied: Sketch): Promise<void>;
+  /** The fleet's sketches of one measure now: the current period's and the one before it. */
+  read(prefix: string, by: TopBy, periodMs: number): Promise<readonly Sketch[]>;
+}
+
 /** A risk found in a store's own configuration at run time (see the limiter's `warning` event). */
 export interface StoreWarning {
   /** What was found, e.g. `'maxmemory-policy'`. */
@@ -220,6 +255,11 @@ export interface Store {
    * Stores without it cannot back a scheduler.
    */
   readonly queues?: OpenQueues;
+  /**
+   * The fleet's heavy-hitter sketches in this store (see telemetry/fleet.ts). Stores without it
+   * (the memory store: one process is the fleet) answer `top({ fleet: true })` from the process's own.
+   */
+  readonly sketches?: FleetSketches;
   /** Forgets all state of the rules under `head` (not its override). */
   reset(head: string, rules: readonly ResolvedRule[]): Promise<void>;
   /** Stores `value` as the override of `key` under `prefix`, for `ttlMs` (undefined: until cleared). */

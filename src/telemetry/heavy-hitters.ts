@@ -4,14 +4,21 @@
  * PERIOD_MS. `top` reads both, so it covers between one and two periods back from now (the
  * moving start), and a key that stops being checked drops out after at most two periods.
  */
+import type { TopBy } from '../stores/types.js';
 import { createSpaceSaving, type SpaceSaving, type TopEntry } from './space-saving.js';
+
+export type { TopBy };
+
+/**
+ * Longest key a sketch keeps whole: a longer one is kept as its first characters and `…`, so a
+ * client's 100 kB key costs a sketch no more than any other (keys sharing that start count together).
+ */
+export const MAX_TOP_KEY_LENGTH = 128;
 
 /** How long one sketch counts before it becomes the previous one. */
 export const TOP_PERIOD_MS = 5 * 60_000;
 /** Offers between two reads of the clock (a clock read can cost more than an offer); `top` always reads it. */
 const CLOCK_EVERY = 64;
-
-export type TopBy = 'denied' | 'checked';
 
 export interface HeavyHitters {
   /** A check of `key`, denied or not. */
@@ -68,12 +75,24 @@ export function createHeavyHitters(
   };
 }
 
+/** `key`, or its first MAX_TOP_KEY_LENGTH - 1 characters and `…` (never half a surrogate pair). */
+export function boundedKey(key: string): string {
+  if (key.length <= MAX_TOP_KEY_LENGTH) return key;
+  const cut = MAX_TOP_KEY_LENGTH - 1;
+  const high = key.charCodeAt(cut - 1);
+  return `${key.slice(0, high >= 0xd800 && high <= 0xdbff ? cut - 1 : cut)}…`;
+}
+
 /**
  * The union of several sketches' entries, most first. A key one sketch does not hold was seen
  * there at most that sketch's floor times: its count and its error both take that floor, so
  * `count - error <= true <= count` still holds for the sum.
  */
-export function mergeTop(lists: readonly TopEntry[][], floors: readonly number[], limit: number): TopEntry[] {
+export function mergeTop(
+  lists: readonly (readonly TopEntry[])[],
+  floors: readonly number[],
+  limit: number,
+): TopEntry[] {
   const floorSum = floors.reduce((sum, floor) => sum + floor, 0);
   const merged = new Map<string, TopEntry>();
   lists.forEach((entries, i) => {

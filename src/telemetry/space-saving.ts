@@ -10,14 +10,9 @@
  * bucket) and the smallest counter is the first of the first bucket. Everything lives in typed
  * arrays allocated once: an update allocates nothing but a key's map entry.
  */
+import type { TopEntry } from '../stores/types.js';
 
-export interface TopEntry {
-  key: string;
-  /** An upper bound of the key's true count. */
-  count: number;
-  /** How much of `count` may be another key's: the true count is at least `count - error`. */
-  error: number;
-}
+export type { TopEntry };
 
 export interface SpaceSaving {
   offer(key: string): void;

@@ -32,6 +32,8 @@ export function timedStore(store: Store, observe: ObserveStoreCall): Store {
     ...(store.clock !== undefined ? { clock: store.clock } : {}),
     ...(store.shardOf !== undefined ? { shardOf: store.shardOf.bind(store) } : {}),
     ...(store.inspect !== undefined ? { inspect: store.inspect.bind(store) } : {}),
+    // Left out, a gateway's limiters could not merge their heavy hitters into the fleet's.
+    ...(store.sketches !== undefined ? { sketches: store.sketches } : {}),
     evaluate(head, rules, cost, consume, overrideSeen) {
       const started = performance.now();
       const operation = consume ? 'check' : 'peek';

@@ -187,8 +187,8 @@ describe('limiter.top', () => {
     await expect(limiter.top({ count: 3 } as never)).rejects.toThrow(
       new TypeError("top options: unknown option 'count'; the options are by, limit, fleet"),
     );
-    await expect(limiter.top({ fleet: true })).rejects.toThrow(
-      new RangeError('top: fleet: true is not supported yet; omit it for the keys this limiter saw'),
+    await expect(limiter.top({ fleet: 'yes' as never })).rejects.toThrow(
+      new TypeError('top: fleet: "yes" must be true or false'),
     );
     const off = createLimiter({ rules: { algorithm: 'fixed-window', limit: 5, window: '1m' }, topKeys: 0 });
     await off.check('a');

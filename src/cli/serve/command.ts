@@ -18,6 +18,7 @@ import { type GrpcListener, startGrpc } from './envoy/grpc.js';
 import type { Gateway } from './gateway.js';
 import { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './log.js';
 import { gatewayMetrics } from './metrics.js';
+import { startOtel } from './otel.js';
 import { handleSignals } from './signals.js';
 import { buildNamed, partsOf, type Running, type Shared } from './state.js';
 import { openStore, type StoreHandle } from './store.js';
@@ -67,7 +68,9 @@ ${STORE_FLAGS_HELP}
   --check                   validate the configuration as start would, print it, and exit
   -h, --help                show this help
 
-Environment: REDIS_URL (store), FLOODGATE_API_KEY_SECRET (HMAC secret for API keys in limiter keys).
+Environment: REDIS_URL (store), FLOODGATE_API_KEY_SECRET (HMAC secret for API keys in limiter keys),
+OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_METRICS_EXPORTER (and the other OTEL_* variables): metrics
+through OpenTelemetry too, with @opentelemetry/sdk-node installed.
 Signals: SIGHUP reloads the config file without dropping connections; SIGTERM/SIGINT drain and exit 0.
 Exit codes: 0 ok, 1 runtime failure (e.g. Redis unreachable, port in use), 2 usage or configuration error.
 `;
@@ -117,7 +120,8 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const logger = createLogger(process.stdout, level as LogLevel);
   for (const warning of configWarnings(config)) logger.warn('config_warning', { detail: warning });
   const metrics = gatewayMetrics();
-  const running = await start(parsed, config, { logger, metrics, adaptive: adaptiveHolder() });
+  const otel = await startOtel(process.env, logger);
+  const running = await start(parsed, config, { logger, metrics, otel, adaptive: adaptiveHolder() });
   return running.done;
 }
 

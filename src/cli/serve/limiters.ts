@@ -23,6 +23,8 @@ export interface LimiterParts {
   store: StoreHandle;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** An OpenTelemetry meter the limiters record through too (see otel.ts). */
+  meter?: LimiterOptions['meter'];
 }
 
 /** Counters of each limiter's heavy-hitter sketch (the limiter's default). */
@@ -44,6 +46,7 @@ export function createLimiterCache(parts: LimiterParts) {
         onStoreError: config.onStoreError,
         shadow: config.shadow,
         topKeys: TOP_KEYS,
+        ...(parts.meter !== undefined ? { meter: parts.meter } : {}),
       });
       limiter.on('storeError', () => metrics.storeErrors.inc());
       limiter.on('degraded', ({ reason, cause }) => {

@@ -41,6 +41,8 @@ async function shutdown(running: Running, signal: string, reloading: Promise<voi
     await running.admin?.close();
     await Promise.all(generations.map((generation) => generation.close()));
     await running.store.close();
+    // Last: the limiters' final counts are exported before the process ends.
+    await shared.otel?.shutdown();
   } catch (error) {
     logger.error('shutdown_error', { error });
   }

@@ -12,6 +12,7 @@ import type { GrpcListener } from './envoy/grpc.js';
 import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
 import type { Logger } from './log.js';
 import type { GatewayMetrics } from './metrics.js';
+import type { GatewayOtel } from './otel.js';
 import type { StoreHandle } from './store.js';
 
 /** What every generation shares for the life of the process. */
@@ -22,6 +23,8 @@ export interface Shared {
   apiKeySecret: string | undefined;
   /** The adaptive limit, kept across reloads that leave its settings as they were. */
   adaptive: AdaptiveHolder;
+  /** OpenTelemetry, when the environment configures it (otel.ts). */
+  otel?: GatewayOtel | undefined;
 }
 
 /** A running gateway: the listening server, and the parts a reload replaces or shutdown closes. */
@@ -56,7 +59,7 @@ export async function buildNamed(parsed: Parsed, parts: GatewayParts): Promise<G
 }
 
 export function partsOf(config: GatewayConfig, store: StoreHandle, shared: Shared): GatewayParts {
-  const { logger, metrics, apiKeySecret } = shared;
+  const { logger, metrics, apiKeySecret, otel } = shared;
   const adaptive = shared.adaptive.limitFor(config.adaptive);
   return {
     config,
@@ -65,5 +68,6 @@ export function partsOf(config: GatewayConfig, store: StoreHandle, shared: Share
     metrics,
     ...(apiKeySecret ? { apiKeySecret } : {}),
     ...(adaptive !== undefined ? { adaptive } : {}),
+    ...(otel !== undefined ? { meter: otel.meter } : {}),
   };
 }

@@ -17,6 +17,7 @@ import { redisQueues } from './queue.js';
 import { readinessOf } from './ready.js';
 import { describeRules, ruleKeys, settleArgs } from './rule-layout.js';
 import { BASE_SCRIPT } from './script.js';
+import { redisSketches } from './sketches.js';
 import { hashSlot } from './slot.js';
 import { subscriberOf } from './subscriber.js';
 
@@ -143,6 +144,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     evaluateWith: enqueue,
     lease: redisLease(run, now),
     queues: redisQueues(run, now, subscriberOf(options.client)),
+    sketches: redisSketches(run, now),
     async settle(head, rules, reserved, actual, tokens, refund) {
       await afterCheck('s', head, rules, reserved, actual, tokens, refund);
     },
