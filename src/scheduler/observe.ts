@@ -36,7 +36,8 @@ export function createObserver(hooks: ObserverHooks): Observer {
         `observe: expected a response with a status and headers, got ${describe(response)}`,
       );
     }
-    const reading = hooks.reader(response, Date.now());
+    const observedAt = Date.now();
+    const reading = hooks.reader(response, observedAt);
     if (reading === undefined) return;
     const { retryAfterMs } = reading;
     if ((response.status === 429 || response.status === 503) && isCount(retryAfterMs) && retryAfterMs > 0) {
@@ -55,6 +56,7 @@ export function createObserver(hooks: ObserverHooks): Observer {
             name,
             remaining: Math.max(0, Math.floor(budget.remaining as number)),
             resetMs: Math.ceil(budget.resetMs as number),
+            observedAt,
             mark: granted,
           })),
         ),

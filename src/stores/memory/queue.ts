@@ -10,6 +10,7 @@ import {
   PRIORITY_SHIFT,
   type QueueNews,
   type QueueTurn,
+  SAME_RESET_MS,
 } from '../queue-types.js';
 
 interface Entry {
@@ -242,8 +243,9 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
 }
 
 /**
- * Holds one observed budget: a newer observation (a later grant) replaces the held one; an older
- * one arriving late only lowers it, so it never hands back budget already spent.
+ * Holds one observed budget. Of two in one upstream window (resets within SAME_RESET_MS) the lower
+ * estimate stands: the upstream counted calls in the order they reached it, not in grant order.
+ * One of a later window replaces the held one; one of an earlier window (arriving late) is over.
  */
 function learnOne(queue: KeyQueue, observed: ObservedBudget, now: number): void {
   const requests = observed.name === 'requests';
@@ -251,12 +253,14 @@ function learnOne(queue: KeyQueue, observed: ObservedBudget, now: number): void 
     remaining: observed.remaining,
     grants: observed.mark.grants,
     units: observed.mark.units,
-    resetAt: now + observed.resetMs,
+    resetAt: now - Math.max(0, Date.now() - observed.observedAt) + observed.resetMs,
   };
   const held = queue.budgets.get(observed.name);
-  if (held !== undefined && held.resetAt > now && next.grants < held.grants) {
-    const used = (budget: Budget) => (requests ? queue.grants - budget.grants : queue.units - budget.units);
-    if (held.remaining - used(held) <= next.remaining - used(next)) return;
+  if (held !== undefined && held.resetAt > now) {
+    if (next.resetAt < held.resetAt - SAME_RESET_MS) return;
+    const left = (budget: Budget) =>
+      budget.remaining - (requests ? queue.grants - budget.grants : queue.units - budget.units);
+    if (next.resetAt <= held.resetAt + SAME_RESET_MS && left(held) <= left(next)) return;
   }
   queue.budgets.set(observed.name, next);
 }
