@@ -87,6 +87,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const heartbeat = limiter.store.local === true ? undefined : setInterval(driver.heartbeat, HEARTBEAT_MS);
   if (heartbeat !== undefined) unref(heartbeat);
   let running = 0;
+  // Responses jobs returned that paused their key: scheduler.fetch retries them after the pause.
+  const pausing = new WeakSet<Response>();
   let closing: Promise<void> | undefined;
   let whenIdle: (() => void) | undefined;
 
@@ -115,8 +117,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     };
     new Promise((resolve) => resolve(job.fn(grant))).then(
       async (result) => {
-        if (typeof Response === 'function' && result instanceof Response)
-          observer.observeQuietly(key, result, mark);
+        if (typeof Response === 'function' && result instanceof Response) {
+          if (observer.observeQuietly(key, result, mark)) pausing.add(result);
+        }
         await finish();
         job.resolve(result);
       },
@@ -161,7 +164,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         // A Request's body can be read once: each attempt sends a copy.
         const request = input instanceof Request ? input.clone() : input;
         const response = await scheduler.schedule(() => fetch(request, init), scheduleOptions);
-        if (response.status !== 429 || attempt >= attempts) return response;
+        if (!(response.status === 429 || pausing.has(response)) || attempt >= attempts) return response;
         // Its pause (if it gave one) is already the key's: the next attempt waits it out.
         await response.body?.cancel().catch(() => undefined);
       }
