@@ -17,15 +17,15 @@ export interface ObserverHooks {
 
 export interface Observer {
   /** Whether it paused the key. Throws only for what is not a response, or what a user's reader throws. */
-  observe(key: string, response: ResponseLike, mark: Promise<GrantMark>): boolean;
+  observe(key: string, response: ResponseLike, mark: GrantMark | Promise<GrantMark>): boolean;
   /** `observe` for a response a job returned: nothing it meets fails the job. */
-  observeQuietly(key: string, response: ResponseLike, mark: Promise<GrantMark>): boolean;
+  observeQuietly(key: string, response: ResponseLike, mark: GrantMark | Promise<GrantMark>): boolean;
 }
 
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
 
 export function createObserver(hooks: ObserverHooks): Observer {
-  function observe(key: string, response: ResponseLike, mark: Promise<GrantMark>): boolean {
+  function observe(key: string, response: ResponseLike, mark: GrantMark | Promise<GrantMark>): boolean {
     if (
       typeof response !== 'object' ||
       response === null ||
@@ -48,7 +48,7 @@ export function createObserver(hooks: ObserverHooks): Observer {
       ([, budget]) => isCount(budget.remaining) && isCount(budget.resetMs) && budget.resetMs > 0,
     );
     if (held.length === 0) return paused;
-    mark
+    Promise.resolve(mark)
       .then((granted) =>
         hooks.learn(
           key,

@@ -80,6 +80,16 @@ export interface QueueState {
   learn(head: string, budgets: readonly ObservedBudget[]): Promise<void>;
   /** Gives up every entry of this participant and stops listening. */
   close(): Promise<void>;
+  /** In-process queues only (the memory store): jobs that may skip the queue. */
+  readonly skip?: QueueSkip;
+}
+
+/** A job on a key nothing waits on is checked at once, not enqueued: no entry, no leave. */
+export interface QueueSkip {
+  /** Whether no entry waits on the key and no pause or learned budget holds a job of `cost`. */
+  idle(head: string, cost: number): boolean;
+  /** Counts a grant made without queuing (in the grant counters); answers its mark. */
+  granted(head: string, cost: number): GrantMark;
 }
 
 /** Store.queues: a new participant on the keys under `prefix`, whose news goes to `listener`. */

@@ -101,9 +101,9 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
     return queue;
   }
 
-  /** How long the head must wait: the pause, or until a spent learned budget resets. */
-  function waitOf(queue: KeyQueue, entry: Entry | undefined, now: number): number {
-    if (entry === undefined) return 0;
+  /** How long a head of `cost` must wait: the pause, or until a spent learned budget resets. */
+  function waitOf(queue: KeyQueue, cost: number | undefined, now: number): number {
+    if (cost === undefined) return 0;
     let wait = Math.max(0, queue.pausedUntil - now);
     for (const [name, budget] of queue.budgets) {
       if (budget.resetAt <= now) {
@@ -112,7 +112,7 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
       }
       const requests = name === 'requests';
       const used = requests ? queue.grants - budget.grants : queue.units - budget.units;
-      if (budget.remaining - used < (requests ? 1 : entry.cost)) wait = Math.max(wait, budget.resetAt - now);
+      if (budget.remaining - used < (requests ? 1 : cost)) wait = Math.max(wait, budget.resetAt - now);
     }
     return wait;
   }
@@ -143,7 +143,7 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
     return {
       version: queue.version,
       head: queue.head,
-      waitMs: waitOf(queue, first, now),
+      waitMs: waitOf(queue, first?.cost, now),
       queued: queue.entries.length,
     };
   }
@@ -173,6 +173,24 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
     const mine = new Map<string, Set<string>>();
     return {
       id,
+      skip: {
+        idle(head, cost) {
+          const queue = queues.get(head);
+          if (queue === undefined) return true;
+          if (queue.entries.length > 0) return false;
+          if (queue.pausedUntil === 0 && queue.budgets.size === 0) return true;
+          const now = clock();
+          return queue.pausedUntil <= now && waitOf(queue, cost, now) === 0;
+        },
+        granted(head, cost) {
+          if (++enqueues % SWEEP_EVERY === 0) sweep(clock());
+          const queue = queueOf(head);
+          queue.grants++;
+          queue.units += cost;
+          queue.idleSince = clock();
+          return { grants: queue.grants, units: queue.units };
+        },
+      },
       async enqueue(head, priority, tenant, cost) {
         if (++enqueues % SWEEP_EVERY === 0) sweep(clock());
         const queue = queueOf(head);
@@ -223,7 +241,7 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
         const now = clock();
         for (const observed of budgets) learnOne(queue, observed, now);
         const first = queue.entries[0];
-        if (first !== undefined && waitOf(queue, first, now) > 0) finish(head, queue, true);
+        if (first !== undefined && waitOf(queue, first.cost, now) > 0) finish(head, queue, true);
       },
       async close() {
         listeners.delete(listener);
