@@ -192,6 +192,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     } finally {
       starting--;
     }
+    if (options.signal?.aborted === true) {
+      // Aborted while its check was on its way: what the check took goes back.
+      if (decision.allowed) {
+        await limiter
+          .refund(decision)
+          .then(() => limiter.release(decision))
+          .catch(() => undefined);
+      }
+      idleNow();
+      throw options.signal.reason;
+    }
     if (!decision.allowed) {
       idleNow();
       if (closing !== undefined) throw new LimiterClosedError('schedule');

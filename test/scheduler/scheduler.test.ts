@@ -165,6 +165,19 @@ describe('waits that end early take nothing', () => {
     await scheduler.close();
   });
 
+  it('signal: a job aborted while the check of a key nothing waits on is on its way takes nothing', async () => {
+    const scheduler = createScheduler({ rules: { algorithm: 'fixed-window', limit: 1, window: '1m' } });
+    const controller = new AbortController();
+    let ran = false;
+    const aborted = scheduler.schedule(() => (ran = true), { key: 'idle', signal: controller.signal });
+    controller.abort(new Error('caller left'));
+    await expect(aborted).rejects.toThrow('caller left');
+    expect(ran).toBe(false);
+    // The only request of the window is still there.
+    await expect(scheduler.schedule(() => 'next', { key: 'idle', maxWait: 100 })).resolves.toBe('next');
+    await scheduler.close();
+  });
+
   it('highWater: the job past it rejects at once with QueueFullError', async () => {
     const { scheduler, release } = await heldScheduler({ highWater: 2 });
     const queued = [scheduler.schedule(() => 1), scheduler.schedule(() => 2)];
