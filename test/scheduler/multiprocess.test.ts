@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RuleOptions } from '../../src/index.js';
+import { createScheduler, type RuleOptions, redisStore } from '../../src/index.js';
 import { type RedisServer, useRedisServer } from '../support/redis-server.js';
 import type { JobStart } from '../support/scheduler-worker.js';
 
@@ -71,6 +71,23 @@ const order = (starts: JobStart[][]) =>
 
 const ONE_AT_A_TIME: RuleOptions = { algorithm: 'concurrency', limit: 1, lease: '1m' };
 
+/**
+ * Holds the key's only slot from this process (a fifth participant) until the returned function
+ * is called, so the workers' jobs queue behind it however long the machine takes to queue them.
+ */
+async function holdKey(prefix: string, key: string): Promise<() => Promise<void>> {
+  const scheduler = createScheduler({ store: redisStore({ client }), prefix, rules: ONE_AT_A_TIME });
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const held = scheduler.schedule(() => gate, { key });
+  while (scheduler.counts().running === 0) await sleep(5);
+  return async () => {
+    open();
+    await held;
+    await scheduler.close();
+  };
+}
+
 describe('schedulers in 4 processes on one Redis', () => {
   it('grant at most the limit in every window, and use every window in full while work waits', async () => {
     const prefix = `mp${prefixes++}`;
@@ -85,23 +102,18 @@ describe('schedulers in 4 processes on one Redis', () => {
       perWindow.set(window, (perWindow.get(window) ?? 0) + 1);
     }
     const windows = [...perWindow.keys()].sort((a, b) => a - b);
-    // 60 jobs, 10 a window: six consecutive full windows.
-    expect(windows.map((window) => perWindow.get(window))).toEqual([10, 10, 10, 10, 10, 10]);
-    expect((windows.at(-1) as number) - (windows[0] as number)).toBe(5);
+    const counts = windows.map((window) => perWindow.get(window) as number);
+    // 60 jobs, 10 a window, in consecutive windows: the first may be under way when the
+    // processes start, the last gets what is left; every one between is full.
+    expect(Math.max(...counts)).toBe(10);
+    expect(counts.slice(1, -1).every((count) => count === 10)).toBe(true);
+    expect((windows.at(-1) as number) - (windows[0] as number)).toBe(windows.length - 1);
+    expect(windows.length).toBeLessThanOrEqual(7);
   });
 
   it('start lower priorities first, and FIFO within a priority across the processes', async () => {
     const prefix = `mp${prefixes++}`;
-    const holder = workers[0] as Worker;
-    // One job holds the only slot while the others queue, one process after another.
-    const held = send<JobStart[]>(holder, {
-      op: 'run',
-      prefix,
-      key: 'p',
-      rules: ONE_AT_A_TIME,
-      jobs: [{ label: 'holder', holdMs: 600 }],
-    });
-    while ((await client.keys(`${prefix}:*`)).length === 0) await sleep(5);
+    const release = await holdKey(prefix, 'p');
     const plan = [
       [
         { label: 'a5', priority: 5 },
@@ -120,37 +132,21 @@ describe('schedulers in 4 processes on one Redis', () => {
         { label: 'd9', priority: 9 },
       ],
     ];
-    const runs: Promise<JobStart[]>[] = [held];
+    const runs: Promise<JobStart[]>[] = [];
     let entries = 0;
     for (const [index, jobs] of plan.entries()) {
       runs.push(send(workers[index] as Worker, { op: 'run', prefix, key: 'p', rules: ONE_AT_A_TIME, jobs }));
       entries += jobs.length;
       await untilQueued(prefix, 'p', entries);
     }
-    expect(order(await Promise.all(runs))).toEqual([
-      'holder',
-      'd0',
-      'a1',
-      'c1',
-      'a5',
-      'b5',
-      'c5',
-      'b9',
-      'd9',
-    ]);
+    await release();
+    expect(order(await Promise.all(runs))).toEqual(['d0', 'a1', 'c1', 'a5', 'b5', 'c5', 'b9', 'd9']);
   });
 
   it("let a tenant with 1,000 jobs queued delay another tenant's one job by at most one turn", async () => {
     const prefix = `mp${prefixes++}`;
     const heavy = Array.from({ length: 1000 }, (_, index) => ({ label: `heavy${index}`, tenant: 'heavy' }));
-    const hold = send<JobStart[]>(workers[0] as Worker, {
-      op: 'run',
-      prefix,
-      key: 'f',
-      rules: ONE_AT_A_TIME,
-      jobs: [{ label: 'holder', holdMs: 300 }],
-    });
-    while ((await client.keys(`${prefix}:*`)).length === 0) await sleep(5);
+    const release = await holdKey(prefix, 'f');
     const many = send<JobStart[]>(workers[1] as Worker, {
       op: 'run',
       prefix,
@@ -166,9 +162,11 @@ describe('schedulers in 4 processes on one Redis', () => {
       rules: ONE_AT_A_TIME,
       jobs: [{ label: 'light', tenant: 'light' }],
     });
-    const started = order(await Promise.all([hold, many, one]));
+    await untilQueued(prefix, 'f', 1001);
+    await release();
+    const started = order(await Promise.all([many, one]));
     // Both tenants' first jobs start at virtual time 0: the heavy one, queued first, then the light one.
-    expect(started.indexOf('light')).toBe(2);
+    expect(started.indexOf('light')).toBe(1);
   }, 20_000);
 
   it('hold every process within 250 ms of a pause set in one, and wake their jobs one turn at a time', async () => {

@@ -1,9 +1,10 @@
 /**
  * Workers in a process of their own calling a mock upstream through a scheduler on a shared
  * Redis, for test/scheduler/upstream-fleet.test.ts: on a JSON line of stdin it runs `workers`
- * loops of jobs until `untilMs` (epoch ms) and answers a line once they are done (the upstream
- * counts what reached it).
+ * loops of jobs until `untilMs` (epoch ms) and answers once they are done with the longest stall
+ * of its event loop (the upstream counts what reached it).
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { mulberry32 } from '../../src/cli/compare/scenarios.js';
@@ -42,6 +43,9 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
     ],
   });
   const random = mulberry32(run.seed);
+  // How long this process's event loop stalled: a machine too loaded to call can use no budget.
+  const stalls = monitorEventLoopDelay({ resolution: 10 });
+  stalls.enable();
   await Promise.all(
     Array.from({ length: run.workers }, async () => {
       while (Date.now() < run.untilMs) {
@@ -61,7 +65,8 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
     }),
   );
   await scheduler.close();
-  process.stdout.write('done\n');
+  stalls.disable();
+  process.stdout.write(`${JSON.stringify({ stallMs: stalls.max / 1e6 })}\n`);
 });
 process.stdin.on('end', () => client.disconnect());
 process.stdout.write('ready\n');
