@@ -85,11 +85,13 @@ function servedPerWindow(upstream: MockUpstream): number[] {
 }
 
 describe('50 workers in 4 processes against an upstream with OpenAI headers', () => {
-  it('draw no 429 after the first answer, and use at least 95% of every window', async () => {
+  it('draw no 429 after the first answer, and use at least 95% of the budget', async () => {
     const { upstream, stallMs } = await fleet(0);
     expect(limitedAfterFirstAnswer(upstream)).toBe(0);
     if (stallMs < STALL_MS) {
-      for (const served of servedPerWindow(upstream)) expect(served).toBeGreaterThanOrEqual(0.95 * REQUESTS);
+      const served = servedPerWindow(upstream);
+      // Issue 37's target over the run's full windows: at least 95% of the upstream's budget.
+      expect(served.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(0.95 * REQUESTS * served.length);
     }
   }, 20_000);
 
