@@ -76,7 +76,7 @@ export interface Scheduler {
     fn: (...args: A) => T | PromiseLike<T>,
     options?: ScheduleOptions,
   ): (...args: A) => Promise<Awaited<T>>;
-  /** A scheduled `fetch` that learns from its response and retries a 429 after the shared pause. */
+  /** A scheduled `fetch` that learns from its response and retries a 429 (or another answer that paused the key, such as GitHub's rate-limit 403) after the shared pause. */
   fetch(
     input: string | URL | Request,
     init?: RequestInit,

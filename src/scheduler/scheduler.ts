@@ -13,13 +13,14 @@ import { createEmitter } from '../emitter.js';
 import { LimiterClosedError, QueueFullError } from '../errors.js';
 import { createLimiter, LIMITER_OPTIONS, type LimiterOptions } from '../limiter.js';
 import { checkOptions } from '../options.js';
-import type { GrantMark } from '../stores/queue-types.js';
+import type { GrantMark, QueueSkip } from '../stores/queue-types.js';
 import { unref } from '../turns.js';
 import { createDriver } from './driver.js';
 import { createJob, type Job } from './jobs.js';
 import { createObserver } from './observe.js';
 import {
   type Grant,
+  type JobOptions,
   resolveHighWater,
   resolveJobOptions,
   resolveRetries,
@@ -27,9 +28,15 @@ import {
   type SchedulerEvents,
   type SchedulerOptions,
 } from './options.js';
-import { type BudgetReader, budgetReader } from './upstream-headers.js';
+import { type BudgetReader, budgetReader, type ResponseLike } from './upstream-headers.js';
 
 const SCHEDULER_OPTIONS = new Set([...LIMITER_OPTIONS, 'highWater', 'headers']);
+const DEFAULT_JOB_OPTIONS = resolveJobOptions(undefined);
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  (typeof value === 'object' || typeof value === 'function') &&
+  value !== null &&
+  typeof (value as { then?: unknown }).then === 'function';
 /** The safety re-check for news lost on the way (a dropped pub/sub connection), and liveness renewal. */
 const HEARTBEAT_MS = 1_000;
 
@@ -87,44 +94,121 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const heartbeat = limiter.store.local === true ? undefined : setInterval(driver.heartbeat, HEARTBEAT_MS);
   if (heartbeat !== undefined) unref(heartbeat);
   let running = 0;
+  // Jobs between a check that skipped the queue and its answer: close() waits for them too.
+  let starting = 0;
+  // Responses jobs returned that paused their key: scheduler.fetch retries them after the pause.
+  const pausing = new WeakSet<Response>();
   let closing: Promise<void> | undefined;
   let whenIdle: (() => void) | undefined;
+  // The last key's head, so a stream of jobs on one key encodes it once.
+  let lastKey = '';
+  let lastHead = keyHead(limiter.prefix, '');
+
+  function headOf(key: string): string {
+    if (key !== lastKey) {
+      lastKey = key;
+      lastHead = keyHead(limiter.prefix, key);
+    }
+    return lastHead;
+  }
 
   async function pauseKey(key: string, ms: number, source: 'response' | 'pause'): Promise<void> {
     const until = await queues.pause(keyHead(limiter.prefix, key), ms, source);
     emitter.emit('paused', { key, until, source });
   }
 
-  function start(job: Job, decision: Decision, mark: Promise<GrantMark>, done: () => void): void {
+  /** One class for every grant: its methods are shared, not closures made per job. */
+  class JobGrant implements Grant {
+    constructor(
+      readonly decision: Decision,
+      readonly key: string,
+      readonly tenant: string | undefined,
+      private readonly mark: GrantMark | Promise<GrantMark>,
+    ) {}
+    settle(cost: number): Promise<void> {
+      return limiter.settle(this.decision, cost);
+    }
+    observe(response: ResponseLike): void {
+      observer.observe(this.key, response, this.mark);
+    }
+  }
+
+  /** Runs an allowed job: resolves with what `fn` resolves with, once its slots are given back. */
+  async function run(
+    fn: (grant: Grant) => unknown,
+    options: JobOptions,
+    decision: Decision,
+    mark: GrantMark | Promise<GrantMark>,
+  ): Promise<unknown> {
     running++;
-    const { key, tenant } = job.options;
-    const grant: Grant = {
-      decision,
-      key,
-      tenant,
-      settle: (cost) => limiter.settle(decision, cost),
-      observe: (response) => observer.observe(key, response, mark),
-    };
-    const finish = async (): Promise<void> => {
+    try {
+      let result = fn(new JobGrant(decision, options.key, options.tenant, mark));
+      // A job that answers at once is not awaited: one tick less per job.
+      if (isThenable(result)) result = await result;
+      if (typeof Response === 'function' && result instanceof Response) {
+        if (observer.observeQuietly(options.key, result, mark)) pausing.add(result);
+      }
+      return result;
+    } finally {
       if (holdsSlots) {
         await limiter.release(decision).catch(() => undefined);
-        if (driver.queued(key) > 0) queues.wake(keyHead(limiter.prefix, key)).catch(() => undefined);
+        if (driver.queued(options.key) > 0) queues.wake(headOf(options.key)).catch(() => undefined);
       }
-      done();
-      if (--running === 0) whenIdle?.();
-    };
-    new Promise((resolve) => resolve(job.fn(grant))).then(
-      async (result) => {
-        if (typeof Response === 'function' && result instanceof Response)
-          observer.observeQuietly(key, result, mark);
-        await finish();
-        job.resolve(result);
-      },
-      async (error: unknown) => {
-        await finish();
-        job.reject(error);
-      },
-    );
+      running--;
+      idleNow();
+    }
+  }
+
+  function idleNow(): void {
+    if (running === 0 && starting === 0) whenIdle?.();
+  }
+
+  function start(job: Job, decision: Decision, mark: Promise<GrantMark>, done: () => void): void {
+    run(job.fn, job.options, decision, mark).finally(done).then(job.resolve, job.reject);
+  }
+
+  /** A job queued to wait its turn. */
+  function queued(fn: (grant: Grant) => unknown, options: JobOptions): Promise<unknown> {
+    if (driver.waiting() >= maxWaiting) return Promise.reject(new QueueFullError(maxWaiting));
+    return new Promise((resolve, reject) => {
+      driver.submit(createJob(fn, options, resolve, reject, driver.giveUp));
+    });
+  }
+
+  /** A job on a key nothing waits on or holds (in-process queues): checked at once, queued only if denied. */
+  async function skipQueue(
+    fn: (grant: Grant) => unknown,
+    options: JobOptions,
+    skip: QueueSkip,
+    head: string,
+  ): Promise<unknown> {
+    starting++;
+    let decision: Decision;
+    try {
+      // Without options when it can: a check of cost 1 then validates nothing.
+      decision = await (options.cost === 1
+        ? limiter.check(options.key)
+        : limiter.check(options.key, { cost: options.cost }));
+    } finally {
+      starting--;
+    }
+    if (options.signal?.aborted === true) {
+      // Aborted while its check was on its way: what the check took goes back.
+      if (decision.allowed) {
+        await limiter
+          .refund(decision)
+          .then(() => limiter.release(decision))
+          .catch(() => undefined);
+      }
+      idleNow();
+      throw options.signal.reason;
+    }
+    if (!decision.allowed) {
+      idleNow();
+      if (closing !== undefined) throw new LimiterClosedError('schedule');
+      return queued(fn, options);
+    }
+    return run(fn, options, decision, skip.granted(head, options.cost));
   }
 
   const scheduler: Scheduler = {
@@ -132,19 +216,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (typeof fn !== 'function') {
         return Promise.reject(new TypeError(`schedule: expected a function, got ${describe(fn)}`));
       }
-      let jobOptions: ReturnType<typeof resolveJobOptions>;
+      let jobOptions: JobOptions;
       try {
-        jobOptions = resolveJobOptions(scheduleOptions);
+        jobOptions = scheduleOptions === undefined ? DEFAULT_JOB_OPTIONS : resolveJobOptions(scheduleOptions);
       } catch (error) {
         return Promise.reject(error);
       }
       if (closing !== undefined) return Promise.reject(new LimiterClosedError('schedule'));
       const { signal } = jobOptions;
       if (signal?.aborted === true) return Promise.reject(signal.reason);
-      if (driver.waiting() >= maxWaiting) return Promise.reject(new QueueFullError(maxWaiting));
-      return new Promise<Awaited<T>>((resolve, reject) => {
-        driver.submit(createJob(fn, jobOptions, resolve as (value: unknown) => void, reject, driver.giveUp));
-      });
+      const head = headOf(jobOptions.key);
+      const { skip } = queues;
+      if (skip?.idle(head, jobOptions.cost) === true) {
+        return skipQueue(fn, jobOptions, skip, head) as Promise<Awaited<T>>;
+      }
+      return queued(fn, jobOptions) as Promise<Awaited<T>>;
     },
     wrap(fn, wrapOptions) {
       resolveJobOptions(wrapOptions);
@@ -161,7 +247,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         // A Request's body can be read once: each attempt sends a copy.
         const request = input instanceof Request ? input.clone() : input;
         const response = await scheduler.schedule(() => fetch(request, init), scheduleOptions);
-        if (response.status !== 429 || attempt >= attempts) return response;
+        if (!(response.status === 429 || pausing.has(response)) || attempt >= attempts) return response;
         // Its pause (if it gave one) is already the key's: the next attempt waits it out.
         await response.body?.cancel().catch(() => undefined);
       }
@@ -178,7 +264,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       clearInterval(heartbeat);
       driver.rejectAll(new LimiterClosedError('schedule'));
       closing = (async () => {
-        if (running > 0) await new Promise<void>((resolve) => (whenIdle = resolve));
+        if (running > 0 || starting > 0) await new Promise<void>((resolve) => (whenIdle = resolve));
         await queues.close().catch(() => undefined);
         await limiter.close();
       })();

@@ -30,6 +30,9 @@ const KEY_CHAR = /[a-z0-9_.*-]/;
 const TOKEN_START = /[A-Za-z*]/;
 const TOKEN_CHAR = /[!#$%&'*+.^_`|~0-9A-Za-z:/-]/;
 const BASE64_CHAR = /[A-Za-z0-9+/=]/;
+/** Decodable base64: padded to a multiple of 4, or unpadded and not one character past one. */
+const isBase64 = (text: string): boolean =>
+  text.includes('=') ? /^[A-Za-z0-9+/]*={1,2}$/.test(text) && text.length % 4 === 0 : text.length % 4 !== 1;
 const DIGIT = /[0-9]/;
 const LOWER_HEX = /^[0-9a-f]{2}$/;
 
@@ -130,7 +133,11 @@ function cursor(text: string) {
     const char = peek();
     if (char === '-' || DIGIT.test(char)) return number();
     if (char === '"') return { type: 'string', value: string() };
-    if (char === ':') return { type: 'bytes', value: delimited(':', ':', (c) => BASE64_CHAR.test(c)) };
+    if (char === ':') {
+      const value = delimited(':', ':', (c) => BASE64_CHAR.test(c));
+      if (!isBase64(value)) fail();
+      return { type: 'bytes', value };
+    }
     if (char === '%') return { type: 'display', value: display() };
     if (char === '?') {
       at += 1;

@@ -11,6 +11,7 @@ import {
   type BudgetReader,
   createReading,
   headerLookup,
+  NO_HEADERS,
   type ResponseLike,
   type UpstreamBudget,
   type UpstreamReading,
@@ -33,7 +34,10 @@ function statusOf(response: ResponseLike): number {
 function dialectReader(dialect: HeaderDialect): BudgetReader {
   const read = DIALECT_READERS[dialect];
   return function readUpstreamHeaders(response, nowMs) {
-    return read(headerLookup(response.headers), statusOf(response), nowMs);
+    const get = headerLookup(response.headers);
+    const status = statusOf(response);
+    // Only an error status says something without headers (GitHub's bare 429 pauses a minute).
+    return get === NO_HEADERS && status < 400 ? undefined : read(get, status, nowMs);
   };
 }
 

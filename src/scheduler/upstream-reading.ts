@@ -44,6 +44,9 @@ function fieldText(value: unknown): string | undefined {
   return parts.length === 0 ? undefined : parts.map((part) => part.trim()).join(', ');
 }
 
+/** The lookup of a response without headers: every dialect reads nothing from it. */
+export const NO_HEADERS: HeaderLookup = () => undefined;
+
 function indexed(entries: Iterable<readonly [unknown, unknown]>): HeaderLookup {
   const index = new Map<string, string>();
   for (const [name, value] of entries) {
@@ -53,12 +56,12 @@ function indexed(entries: Iterable<readonly [unknown, unknown]>): HeaderLookup {
     const before = index.get(key);
     index.set(key, before === undefined ? text : `${before}, ${text}`);
   }
-  return (name) => index.get(name);
+  return index.size === 0 ? NO_HEADERS : (name) => index.get(name);
 }
 
 /** Header lookup over any of the shapes `ResponseLike.headers` may take; anything else has none. */
 export function headerLookup(headers: unknown): HeaderLookup {
-  if (headers === null || typeof headers !== 'object') return () => undefined;
+  if (headers === null || typeof headers !== 'object') return NO_HEADERS;
   if (headers instanceof Map) return indexed(headers);
   const get = (headers as { get?: unknown }).get;
   // Fetch Headers (and look-alikes such as axios's) look names up without regard to case.

@@ -30,8 +30,10 @@ export interface ObservedBudget {
   /** `'requests'` counts 1 per job; any other name counts each job's cost. */
   readonly name: string;
   readonly remaining: number;
-  /** Until the upstream's reset: the budget is forgotten then. */
+  /** Until the upstream's reset, from `observedAt`: the budget is forgotten then. */
   readonly resetMs: number;
+  /** Epoch ms on the observing process's clock when the response was read. */
+  readonly observedAt: number;
   readonly mark: GrantMark;
 }
 
@@ -78,6 +80,16 @@ export interface QueueState {
   learn(head: string, budgets: readonly ObservedBudget[]): Promise<void>;
   /** Gives up every entry of this participant and stops listening. */
   close(): Promise<void>;
+  /** In-process queues only (the memory store): jobs that may skip the queue. */
+  readonly skip?: QueueSkip;
+}
+
+/** A job on a key nothing waits on is checked at once, not enqueued: no entry, no leave. */
+export interface QueueSkip {
+  /** Whether no entry waits on the key and no pause or learned budget holds a job of `cost`. */
+  idle(head: string, cost: number): boolean;
+  /** Counts a grant made without queuing (in the grant counters); answers its mark. */
+  granted(head: string, cost: number): GrantMark;
 }
 
 /** Store.queues: a new participant on the keys under `prefix`, whose news goes to `listener`. */
@@ -85,5 +97,11 @@ export type OpenQueues = (prefix: string, listener: (news: QueueNews) => void) =
 
 /** Bits of a priority above the virtual start time in a queue score (exact in a double up to 2^53). */
 export const PRIORITY_SHIFT = 2 ** 49;
+/**
+ * Two observed budgets whose resets are this close belong to one upstream window: the lower
+ * estimate stands, whichever job's grant came first (calls reach the upstream out of grant order).
+ * A window's reset is a whole window later, so a reset further out than this is a new window's.
+ */
+export const SAME_RESET_MS = 100;
 /** How long a participant's entries stay live without a sign of life (its heartbeats renew it). */
 export const LIVENESS_MS = 5_000;

@@ -165,6 +165,19 @@ describe('waits that end early take nothing', () => {
     await scheduler.close();
   });
 
+  it('signal: a job aborted while the check of a key nothing waits on is on its way takes nothing', async () => {
+    const scheduler = createScheduler({ rules: { algorithm: 'fixed-window', limit: 1, window: '1m' } });
+    const controller = new AbortController();
+    let ran = false;
+    const aborted = scheduler.schedule(() => (ran = true), { key: 'idle', signal: controller.signal });
+    controller.abort(new Error('caller left'));
+    await expect(aborted).rejects.toThrow('caller left');
+    expect(ran).toBe(false);
+    // The only request of the window is still there.
+    await expect(scheduler.schedule(() => 'next', { key: 'idle', maxWait: 100 })).resolves.toBe('next');
+    await scheduler.close();
+  });
+
   it('highWater: the job past it rejects at once with QueueFullError', async () => {
     const { scheduler, release } = await heldScheduler({ highWater: 2 });
     const queued = [scheduler.schedule(() => 1), scheduler.schedule(() => 2)];
@@ -243,6 +256,62 @@ describe('pauses and learned budgets', () => {
       WaitTimeoutError,
     );
     await scheduler.close();
+  });
+
+  it("a 403 pauses only when the dialect reads it as a rate limit (GitHub's, not a permission error)", async () => {
+    const events: { key: string; source: string }[] = [];
+    const forbid = (headers: Record<string, string>) => () => new Response('no', { status: 403, headers });
+    const github = createScheduler({
+      rules: { algorithm: 'fixed-window', limit: 100, window: '1m' },
+      headers: 'github',
+    });
+    github.on('paused', (info) => events.push(info));
+    const reset = String(Math.ceil(Date.now() / 1000) + 60);
+    await github.schedule(forbid({ 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': reset }), {
+      key: 'perm',
+    });
+    await github.schedule(forbid({ 'retry-after': '30' }), { key: 'secondary' });
+    await github.schedule(forbid({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': reset }), {
+      key: 'primary',
+    });
+    // The same 403 with a Retry-After from an API whose dialect has no such rule pauses nothing.
+    const openai = createScheduler({
+      rules: { algorithm: 'fixed-window', limit: 100, window: '1m' },
+      headers: 'openai',
+    });
+    openai.on('paused', (info) => events.push(info));
+    await openai.schedule(forbid({ 'retry-after': '30' }), { key: 'region' });
+    await expect.poll(() => events.length).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(events.map((event) => [event.key, event.source])).toEqual([
+      ['secondary', 'response'],
+      ['primary', 'response'],
+    ]);
+    await expect(github.schedule(() => 'late', { key: 'secondary', maxWait: 50 })).rejects.toBeInstanceOf(
+      WaitTimeoutError,
+    );
+    await expect(github.schedule(() => 'free', { key: 'perm' })).resolves.toBe('free');
+    await Promise.all([github.close(), openai.close()]);
+  });
+
+  it("fetch retries GitHub's rate-limit 403 after its pause", async () => {
+    const { createServer } = await import('node:http');
+    let calls = 0;
+    const server = createServer((_request, response) => {
+      calls++;
+      if (calls === 1) response.writeHead(403, { 'retry-after-ms': '100' }).end('secondary rate limit');
+      else response.writeHead(200).end('fine');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const scheduler = createScheduler({
+      rules: { algorithm: 'fixed-window', limit: 100, window: '1m' },
+      headers: 'github',
+    });
+    const response = await scheduler.fetch(`http://127.0.0.1:${port}/`, undefined, { key: 'gh' });
+    expect([response.status, await response.text(), calls]).toEqual([200, 'fine', 2]);
+    await scheduler.close();
+    await new Promise((resolve) => server.close(resolve));
   });
 
   it('fetch retries a 429 after its pause, at most `retries` times', async () => {

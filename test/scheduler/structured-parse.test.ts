@@ -69,6 +69,11 @@ function compareDictionary(text: string): void {
 
 const SAMPLES = [
   '"default";r=50;t=30',
+  // Byte sequences that are not decodable base64 (a property run found the first).
+  ':/:',
+  'a;pk=:abcde:',
+  'a;pk=:abcd=:',
+  'a;pk=:ab==:',
   'burst;q=100;w=60,"daily";q=1000;w=86400',
   '"permin";q=50;w=60;qu="request";pk=:cHsdsRa894==:',
   '10;w=1, 50;w=60',

@@ -118,8 +118,12 @@ describe.each(STORES)('queues on the %s store', (_name, makeStore) => {
     const b = await queue.enqueue(head, 5, '', 10);
     const markB = (await queue.leave(head, b.id, true)).mark;
     // After b: 25 tokens left. The older response (after a) says 40, which must not hand back 15.
-    await queue.learn(head, [{ name: 'tokens', remaining: 25, resetMs: 60_000, mark: markB }]);
-    await queue.learn(head, [{ name: 'tokens', remaining: 40, resetMs: 60_000, mark: markA }]);
+    await queue.learn(head, [
+      { name: 'tokens', remaining: 25, resetMs: 60_000, observedAt: Date.now(), mark: markB },
+    ]);
+    await queue.learn(head, [
+      { name: 'tokens', remaining: 40, resetMs: 60_000, observedAt: Date.now(), mark: markA },
+    ]);
     const c = await queue.enqueue(head, 5, '', 20);
     expect(c.turn.waitMs).toBe(0);
     await queue.leave(head, c.id, true);
@@ -129,6 +133,29 @@ describe.each(STORES)('queues on the %s store', (_name, makeStore) => {
     await queue.leave(head, d.id, false);
     const e = await queue.enqueue(head, 5, '', 5);
     expect(e.turn.waitMs).toBe(0);
+    await queue.close();
+  });
+  it('of two budgets in one upstream window the lower stands, whatever the grant order; a later window replaces it', async () => {
+    const { queue } = participant(makeStore());
+    const head = freshHead();
+    const a = await queue.enqueue(head, 5, '', 1);
+    const markA = (await queue.leave(head, a.id, true)).mark;
+    const b = await queue.enqueue(head, 5, '', 1);
+    const markB = (await queue.leave(head, b.id, true)).mark;
+    const observedAt = Date.now();
+    // a reached the upstream after b: a's answer says 0 left; b's, read later, still says 1.
+    await queue.learn(head, [{ name: 'requests', remaining: 0, resetMs: 60_000, observedAt, mark: markA }]);
+    await queue.learn(head, [{ name: 'requests', remaining: 1, resetMs: 60_000, observedAt, mark: markB }]);
+    const c = await queue.enqueue(head, 5, '', 1);
+    expect(c.turn.waitMs).toBeGreaterThan(59_000);
+    // An answer of the next window (its reset a window later) replaces it; one of an earlier window is over.
+    await queue.learn(head, [{ name: 'requests', remaining: 5, resetMs: 120_000, observedAt, mark: markA }]);
+    await queue.learn(head, [{ name: 'requests', remaining: 0, resetMs: 1_000, observedAt, mark: markB }]);
+    // (On Redis, learned budgets travel with the key's next enqueue or leave.)
+    const d = await queue.enqueue(head, 5, '', 1);
+    expect(d.turn.waitMs).toBe(0);
+    await queue.leave(head, d.id, false);
+    await queue.leave(head, c.id, false);
     await queue.close();
   });
 });
@@ -154,7 +181,9 @@ describe('queues on Redis only', () => {
     const head = freshHead();
     const { id } = await queue.enqueue(head, 5, 't', 1);
     const { mark } = await queue.leave(head, id, true);
-    await queue.learn(head, [{ name: 'requests', remaining: 5, resetMs: 120_000, mark }]);
+    await queue.learn(head, [
+      { name: 'requests', remaining: 5, resetMs: 120_000, observedAt: Date.now(), mark },
+    ]);
     await queue.enqueue(head, 5, 't', 1);
     await queue.pause(head, 1_000, 'pause');
     const keys = await client.keys(`${head}:*`);

@@ -1,40 +1,66 @@
 /**
- * A scheduler in a process of its own, for test/scheduler/multiprocess.test.ts: on each line of
- * stdin (a JSON job) it schedules `jobs` jobs on the Redis at argv[2] and answers one JSON line
- * with the window each job's grant fell in (the end of its fixed window, from the decision).
+ * A scheduler in a process of its own, for test/scheduler/multiprocess.test.ts. Each line of
+ * stdin is a JSON command on the Redis at argv[2]; each gets one JSON line back:
+ *  - `run`: schedules `jobs` on `key` under `rules` (in order, one enqueue after another) and
+ *    answers what each job saw when it started: its label, the epoch ms it started at, and the
+ *    end of its grant's window (epoch ms).
+ *  - `pause`: pauses `key` for `ms` and answers the pause's end (epoch ms).
  */
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { createScheduler, redisStore } from '../../src/index.js';
+import { createScheduler, type RuleOptions, redisStore } from '../../src/index.js';
 
 interface WorkerJob {
-  prefix: string;
-  key: string;
-  jobs: number;
-  limit: number;
-  windowMs: number;
+  label: string;
+  priority?: number;
+  tenant?: string;
+  /** How long the job runs (default 0). */
+  holdMs?: number;
+}
+
+type Command =
+  | { op: 'run'; prefix: string; key: string; rules: RuleOptions | RuleOptions[]; jobs: WorkerJob[] }
+  | { op: 'pause'; prefix: string; key: string; ms: number };
+
+export interface JobStart {
+  label: string;
+  startedAt: number;
+  windowEnd: number;
 }
 
 const client = new Redis(Number(process.argv[2]), '127.0.0.1');
+const answer = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
+
 createInterface({ input: process.stdin }).on('line', async (line) => {
-  const job = JSON.parse(line) as WorkerJob;
+  const command = JSON.parse(line) as Command;
+  const rules: RuleOptions = { algorithm: 'fixed-window', limit: 1000, window: '1m' };
   const scheduler = createScheduler({
     store: redisStore({ client }),
-    prefix: job.prefix,
-    rules: { algorithm: 'fixed-window', limit: job.limit, window: job.windowMs },
+    prefix: command.prefix,
+    rules: command.op === 'run' ? command.rules : rules,
     timeout: '2s',
   });
-  const windows = await Promise.all(
-    Array.from({ length: job.jobs }, () =>
-      scheduler.schedule((grant) => Math.round((Date.now() + grant.decision.resetMs) / job.windowMs), {
-        key: job.key,
-      }),
+  if (command.op === 'pause') {
+    await scheduler.pause(command.key, command.ms);
+    await scheduler.close();
+    answer(Date.now());
+    return;
+  }
+  const starts = command.jobs.map(({ label, priority, tenant, holdMs = 0 }) =>
+    scheduler.schedule(
+      async (grant): Promise<JobStart> => {
+        const startedAt = Date.now();
+        if (holdMs > 0) await sleep(holdMs);
+        return { label, startedAt, windowEnd: startedAt + grant.decision.resetMs };
+      },
+      { key: command.key, ...(priority === undefined ? {} : { priority }), ...(tenant ? { tenant } : {}) },
     ),
   );
+  answer(await Promise.all(starts));
   await scheduler.close();
-  process.stdout.write(`${JSON.stringify(windows)}\n`);
 });
 process.stdin.on('end', () => {
   client.disconnect();
 });
-process.stdout.write('ready\n');
+answer('ready');

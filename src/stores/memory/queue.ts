@@ -10,6 +10,7 @@ import {
   PRIORITY_SHIFT,
   type QueueNews,
   type QueueTurn,
+  SAME_RESET_MS,
 } from '../queue-types.js';
 
 interface Entry {
@@ -100,9 +101,9 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
     return queue;
   }
 
-  /** How long the head must wait: the pause, or until a spent learned budget resets. */
-  function waitOf(queue: KeyQueue, entry: Entry | undefined, now: number): number {
-    if (entry === undefined) return 0;
+  /** How long a head of `cost` must wait: the pause, or until a spent learned budget resets. */
+  function waitOf(queue: KeyQueue, cost: number | undefined, now: number): number {
+    if (cost === undefined) return 0;
     let wait = Math.max(0, queue.pausedUntil - now);
     for (const [name, budget] of queue.budgets) {
       if (budget.resetAt <= now) {
@@ -111,7 +112,7 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
       }
       const requests = name === 'requests';
       const used = requests ? queue.grants - budget.grants : queue.units - budget.units;
-      if (budget.remaining - used < (requests ? 1 : entry.cost)) wait = Math.max(wait, budget.resetAt - now);
+      if (budget.remaining - used < (requests ? 1 : cost)) wait = Math.max(wait, budget.resetAt - now);
     }
     return wait;
   }
@@ -142,7 +143,7 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
     return {
       version: queue.version,
       head: queue.head,
-      waitMs: waitOf(queue, first, now),
+      waitMs: waitOf(queue, first?.cost, now),
       queued: queue.entries.length,
     };
   }
@@ -172,6 +173,24 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
     const mine = new Map<string, Set<string>>();
     return {
       id,
+      skip: {
+        idle(head, cost) {
+          const queue = queues.get(head);
+          if (queue === undefined) return true;
+          if (queue.entries.length > 0) return false;
+          if (queue.pausedUntil === 0 && queue.budgets.size === 0) return true;
+          const now = clock();
+          return queue.pausedUntil <= now && waitOf(queue, cost, now) === 0;
+        },
+        granted(head, cost) {
+          if (++enqueues % SWEEP_EVERY === 0) sweep(clock());
+          const queue = queueOf(head);
+          queue.grants++;
+          queue.units += cost;
+          queue.idleSince = clock();
+          return { grants: queue.grants, units: queue.units };
+        },
+      },
       async enqueue(head, priority, tenant, cost) {
         if (++enqueues % SWEEP_EVERY === 0) sweep(clock());
         const queue = queueOf(head);
@@ -222,7 +241,7 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
         const now = clock();
         for (const observed of budgets) learnOne(queue, observed, now);
         const first = queue.entries[0];
-        if (first !== undefined && waitOf(queue, first, now) > 0) finish(head, queue, true);
+        if (first !== undefined && waitOf(queue, first.cost, now) > 0) finish(head, queue, true);
       },
       async close() {
         listeners.delete(listener);
@@ -242,8 +261,9 @@ export function createMemoryQueues(clock: () => number): OpenQueues {
 }
 
 /**
- * Holds one observed budget: a newer observation (a later grant) replaces the held one; an older
- * one arriving late only lowers it, so it never hands back budget already spent.
+ * Holds one observed budget. Of two in one upstream window (resets within SAME_RESET_MS) the lower
+ * estimate stands: the upstream counted calls in the order they reached it, not in grant order.
+ * One of a later window replaces the held one; one of an earlier window (arriving late) is over.
  */
 function learnOne(queue: KeyQueue, observed: ObservedBudget, now: number): void {
   const requests = observed.name === 'requests';
@@ -251,12 +271,14 @@ function learnOne(queue: KeyQueue, observed: ObservedBudget, now: number): void 
     remaining: observed.remaining,
     grants: observed.mark.grants,
     units: observed.mark.units,
-    resetAt: now + observed.resetMs,
+    resetAt: now - Math.max(0, Date.now() - observed.observedAt) + observed.resetMs,
   };
   const held = queue.budgets.get(observed.name);
-  if (held !== undefined && held.resetAt > now && next.grants < held.grants) {
-    const used = (budget: Budget) => (requests ? queue.grants - budget.grants : queue.units - budget.units);
-    if (held.remaining - used(held) <= next.remaining - used(next)) return;
+  if (held !== undefined && held.resetAt > now) {
+    if (next.resetAt < held.resetAt - SAME_RESET_MS) return;
+    const left = (budget: Budget) =>
+      budget.remaining - (requests ? queue.grants - budget.grants : queue.units - budget.units);
+    if (next.resetAt <= held.resetAt + SAME_RESET_MS && left(held) <= left(next)) return;
   }
   queue.budgets.set(observed.name, next);
 }

@@ -15,18 +15,18 @@
  *   'h' heartbeat (renews the participant's liveness): the turn.
  *   'w' wake: tells the turn again. 'x' close: the participant's ids; drops them and its liveness.
  *   'p' pause: ms, source. Reply: the pause's end. 'b' learn: per budget name, remaining,
- *       grants, units, resetMs.
+ *       grants, units, resetMs (from now).
  * An entry is "<seq:12 digits>|<participant>|<cost>|<tenant>" scored priority × 2^49 + its
  * virtual start time, so ties fall to the sequence (FIFO). News on the channel: a changed head
  * "t|<key head>|<version>|<waitMs>|<queued>|<head>" ('w|…' when told again unchanged), a pause "p|<key head>|<until>|<ms>|<participant>|<source>".
  * Every write renews the keys' expiry to a minute past the pause and the budgets' reset.
  */
 import { createHash } from 'node:crypto';
-import { LIVENESS_MS, PRIORITY_SHIFT } from '../queue-types.js';
+import { LIVENESS_MS, PRIORITY_SHIFT, SAME_RESET_MS } from '../queue-types.js';
 import type { Script } from './script.js';
 
 const BODY = `-- floodgate: the scheduler's queue of one key
-local SHIFT, LIVENESS, IDLE_MS, DEAD_DROPS = ${PRIORITY_SHIFT}, ${LIVENESS_MS}, 60000, 1000
+local SHIFT, LIVENESS, IDLE_MS, DEAD_DROPS, SAME_RESET = ${PRIORITY_SHIFT}, ${LIVENESS_MS}, 60000, 1000, ${SAME_RESET_MS}
 local q, h, t, b, now, me, channel, name, args
 
 local function int(x) return string.format('%d', x) end
@@ -90,6 +90,8 @@ local function finish(force)
 end
 
 -- Holds the budgets given from args[a] on (name, remaining, grants, units, resetMs each); true if any.
+-- Of two in one upstream window (resets within SAME_RESET) the lower estimate stands, whatever the
+-- grant order (calls reach the upstream out of it); a later window's replaces, an earlier one's is over.
 local function hold(a)
   local grants, units, held = num(h, 'g'), num(h, 'u'), false
   while args[a] do
@@ -101,10 +103,11 @@ local function hold(a)
     local current = redis.call('HGET', b, budget)
     if current then
       local hr, hg, hu, hReset = string.match(current, '^(-?%d+),(%d+),(%d+),(%d+)$')
-      -- An older observation (an earlier grant) only ever lowers what is held.
-      if tonumber(hReset) > now and g < tonumber(hg) then
+      hReset = tonumber(hReset)
+      if hReset > now then
         local heldLeft = tonumber(hr) - (requests and grants - tonumber(hg) or units - tonumber(hu))
-        keep = heldLeft <= remaining - (requests and grants - g or units - u)
+        local nextLeft = remaining - (requests and grants - g or units - u)
+        keep = resetAt < hReset - SAME_RESET or (resetAt <= hReset + SAME_RESET and heldLeft <= nextLeft)
       end
     end
     if not keep then

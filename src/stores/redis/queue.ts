@@ -5,7 +5,7 @@
  * asks for them): every string is read through String().
  */
 import { randomUUID } from 'node:crypto';
-import type { GrantMark, OpenQueues, QueueNews, QueueTurn } from '../queue-types.js';
+import type { GrantMark, ObservedBudget, OpenQueues, QueueNews, QueueTurn } from '../queue-types.js';
 import type { Run } from './calls.js';
 import { QUEUE_SCRIPT } from './queue-script.js';
 import type { Subscribe } from './subscriber.js';
@@ -56,13 +56,21 @@ export function redisQueues(run: Run, now: () => string, subscribe: Subscribe | 
     const mine = new Map<string, Set<string>>();
     // Budgets observed, by key head: sent with the key's next enqueue or leave (no call of their
     // own in steady state), or on their own after LEARN_DELAY_MS when none comes.
-    const pending = new Map<string, string[]>();
+    const pending = new Map<string, ObservedBudget[]>();
     let flushing: ReturnType<typeof setTimeout> | undefined;
 
     function takePending(head: string): string[] {
       const budgets = pending.get(head) ?? [];
       pending.delete(head);
-      return budgets;
+      const sentAt = Date.now();
+      return budgets.flatMap((budget) => [
+        budget.name,
+        String(budget.remaining),
+        String(budget.mark.grants),
+        String(budget.mark.units),
+        // Its reset counted from when it was read: the script's clock is not this process's.
+        String(budget.resetMs - Math.max(0, sentAt - budget.observedAt)),
+      ]);
     }
 
     function flush(): void {
@@ -103,14 +111,7 @@ export function redisQueues(run: Run, now: () => string, subscribe: Subscribe | 
         return Number(reply[0]);
       },
       async learn(head, budgets) {
-        const args = budgets.flatMap((budget) => [
-          budget.name,
-          String(budget.remaining),
-          String(budget.mark.grants),
-          String(budget.mark.units),
-          String(budget.resetMs),
-        ]);
-        pending.set(head, [...(pending.get(head) ?? []), ...args]);
+        pending.set(head, [...(pending.get(head) ?? []), ...budgets]);
         flushing ??= setTimeout(flush, LEARN_DELAY_MS);
       },
       async close() {
