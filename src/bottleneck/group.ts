@@ -1,0 +1,92 @@
+/**
+ * Bottleneck.Group: one limiter per key, made on first use with the group's options and the id
+ * `<group id>-<key>`, and deleted once unused for `timeout` ms (default 5 minutes).
+ */
+import { unref } from '../turns.js';
+import type { Bottleneck } from './bottleneck.js';
+import { type Emitting, Events } from './events.js';
+
+const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
+
+export interface Group extends Emitting {}
+
+/** Makes the group's limiters; set by the entry point (the class and the group refer to each other). */
+let makeLimiter: (options: Record<string, unknown>) => Bottleneck;
+
+export function useLimiterClass(make: (options: Record<string, unknown>) => Bottleneck): void {
+  makeLimiter = make;
+}
+
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: Events installs on/once/removeAllListeners.
+export class Group {
+  readonly Events: Events;
+  id: string;
+  timeout: number;
+  private readonly limiterOptions: Record<string, unknown>;
+  private readonly instances = new Map<string, Bottleneck>();
+  private cleanup: ReturnType<typeof setInterval> | undefined;
+
+  constructor(limiterOptions: Record<string, unknown> = {}) {
+    this.limiterOptions = limiterOptions;
+    this.id = String(limiterOptions.id ?? 'group-key');
+    this.timeout = Number(limiterOptions.timeout ?? DEFAULT_TIMEOUT_MS);
+    this.Events = new Events(this);
+    this.startCleanup();
+  }
+
+  /** The limiter of `key`, made on first use. */
+  key(key = ''): Bottleneck {
+    let limiter = this.instances.get(key);
+    if (limiter === undefined) {
+      limiter = makeLimiter({ ...this.limiterOptions, id: `${this.id}-${key}`, timeout: this.timeout });
+      this.instances.set(key, limiter);
+      void this.Events.trigger('created', limiter, key);
+    }
+    return limiter;
+  }
+
+  async deleteKey(key = ''): Promise<boolean> {
+    const limiter = this.instances.get(key);
+    if (limiter === undefined) return false;
+    this.instances.delete(key);
+    await limiter.disconnect();
+    return true;
+  }
+
+  keys(): string[] {
+    return [...this.instances.keys()];
+  }
+
+  limiters(): { key: string; limiter: Bottleneck }[] {
+    return [...this.instances].map(([key, limiter]) => ({ key, limiter }));
+  }
+
+  async clusterKeys(): Promise<string[]> {
+    return this.keys();
+  }
+
+  /** New options for limiters made from now on; a new `timeout` restarts the cleanup. */
+  updateSettings(options: Record<string, unknown> = {}): void {
+    Object.assign(this.limiterOptions, options);
+    if (options.id !== undefined) this.id = String(options.id);
+    if (options.timeout !== undefined) {
+      this.timeout = Number(options.timeout);
+      this.startCleanup();
+    }
+  }
+
+  async disconnect(_flush = true): Promise<void> {
+    clearInterval(this.cleanup);
+  }
+
+  private startCleanup(): void {
+    clearInterval(this.cleanup);
+    this.cleanup = setInterval(() => {
+      const now = Date.now();
+      for (const [key, limiter] of this.instances) {
+        if (limiter.idleSince() + this.timeout < now) void this.deleteKey(key);
+      }
+    }, this.timeout / 2);
+    unref(this.cleanup);
+  }
+}
