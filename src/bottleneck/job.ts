@@ -43,8 +43,11 @@ export function createJob(
 /** The job's attempts: `scheduled`, `executing`, then `done` or `failed` (and `retry` after a delay). */
 export async function runAttempts(job: Job, events: Events, runner: Runner, executing: () => void) {
   const { options, args } = job;
+  let wait = 0;
   for (;;) {
     void events.trigger('scheduled', { args, options });
+    // A timer even at 0 ms, as Bottleneck's: code written against it expects a turn of the event loop here.
+    await sleep(wait);
     executing();
     const info = { args, options, retryCount: job.retryCount };
     void events.trigger('executing', info);
@@ -62,7 +65,7 @@ export async function runAttempts(job: Job, events: Events, runner: Runner, exec
       const after = ~~(retry as number);
       void events.trigger('retry', `Retrying ${options.id} after ${after} ms`, info);
       job.retryCount++;
-      await new Promise((wake) => setTimeout(wake, after));
+      wait = after;
     }
   }
 }
@@ -84,4 +87,8 @@ async function attempt(job: Job, runner: Runner): Promise<unknown> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((wake) => setTimeout(wake, ms));
 }
