@@ -57,7 +57,7 @@ export class Bottleneck {
   Promise: PromiseConstructor;
   private limits: LimitSettings;
   private readonly connection: Connection;
-  private readonly hooked: HookedScheduler;
+  private hooked: HookedScheduler;
   private readonly reservoir: Reservoir;
   private readonly states: States;
   private submitting: Promise<unknown> = Promise.resolve();
@@ -86,16 +86,7 @@ export class Bottleneck {
     this.Events = new Events(this);
     this.states = new States(this.trackDoneStatus);
     this.connection = openConnection(options, this.Events);
-    this.hooked = createHookedScheduler(
-      {
-        store: this.connection.store,
-        prefix: 'bottleneck',
-        rules: limitRules(this.limits, LEASE_MS),
-        highWater: 10_000_000,
-        headers: false,
-      },
-      { admit: (_key, cost) => this.reservoir.fits(cost) },
-    );
+    this.hooked = this.openScheduler();
     this.reservoir = createReservoir(this.limits, () => this.hooked.nudge(this.id));
   }
 
@@ -111,6 +102,20 @@ export class Bottleneck {
   readonly version = '2.19.5';
   readonly Group = Group;
   readonly Batcher = Batcher;
+
+  /** A scheduler for the current limits, on the connection's store (rule state is shared by name). */
+  private openScheduler(): HookedScheduler {
+    return createHookedScheduler(
+      {
+        store: this.connection.store,
+        prefix: 'bottleneck',
+        rules: limitRules(this.limits, LEASE_MS),
+        highWater: 10_000_000,
+        headers: false,
+      },
+      { admit: (_key, cost) => this.reservoir.fits(cost) },
+    );
+  }
 
   /** Runs `task(...args)` when the limits allow; resolves or rejects as it does. */
   schedule<R>(...given: unknown[]): Promise<R> {
@@ -172,13 +177,26 @@ export class Bottleneck {
     const before = this.limits;
     const next = mergeLimits(before, options);
     this.limits = next;
-    if (next.maxConcurrent !== before.maxConcurrent || next.minTime !== before.minTime) {
-      // An override is the store's: every limiter sharing this id sees the new rules.
-      await this.hooked.limiter.setOverride(this.id, limitRules(next, LEASE_MS));
-    }
+    if (next.maxConcurrent !== before.maxConcurrent || next.minTime !== before.minTime) this.moveTo();
     if (options.rejectOnDrop !== undefined) this.rejectOnDrop = options.rejectOnDrop !== false;
     this.reservoir.configure(next, options);
     return this;
+  }
+
+  /**
+   * New rules: a new scheduler on the same store, where rule state is kept by rule name, so the
+   * slots of running jobs count against the new maxConcurrent. Waiting jobs move to it in order;
+   * the old one closes once its running jobs end.
+   */
+  private moveTo(): void {
+    const old = this.hooked;
+    this.hooked = this.openScheduler();
+    for (const job of this.states.allQueued()) {
+      job.abort.abort(new BottleneckError('moved to new settings'));
+      job.abort = new AbortController();
+      this.enqueue(job);
+    }
+    void old.scheduler.close();
   }
 
   async currentReservoir(): Promise<number | null> {
@@ -355,19 +373,21 @@ export class Bottleneck {
     void this.Events.trigger('queued', { args: job.args, options: job.options, reachedHWM, blocked });
     this.states.enqueue(job);
     this.reservoir.keepAlive(true);
-    await sleep(0);
     this.enqueue(job);
+    // Bottleneck's submit resolves once the job had its first chance to start.
+    await sleep(0);
     return reachedHWM;
   }
 
   private enqueue(job: Job): void {
     const { priority, weight } = job.options;
+    const { abort } = job;
     this.hooked.scheduler
       .schedule(() => this.start(job), {
         key: this.id,
         priority,
         cost: Math.max(1, weight),
-        signal: job.abort.signal,
+        signal: abort.signal,
       })
       .then(
         (value) => {
@@ -375,7 +395,7 @@ export class Bottleneck {
           job.resolve(value);
         },
         (error: unknown) => {
-          if (job.abort.signal.aborted) return;
+          if (abort.signal.aborted) return;
           if (this.states.of(job.options.id) === 'QUEUED') {
             this.drop(job, DROPPED, error);
             return;

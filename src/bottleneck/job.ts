@@ -21,8 +21,8 @@ export interface Job {
   resolve(value: unknown): void;
   reject(error: unknown): void;
   retryCount: number;
-  /** Taking it out of the scheduler's queue (a drop). */
-  readonly abort: AbortController;
+  /** Takes it out of the scheduler's queue it waits in (a drop, or a move to new rules). */
+  abort: AbortController;
 }
 
 export function createJob(
