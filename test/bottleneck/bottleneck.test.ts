@@ -40,8 +40,8 @@ describe('limits', () => {
     const starts: number[] = [];
     await Promise.all([1, 2, 3, 4].map(() => limiter.schedule(async () => starts.push(Date.now()))));
     const first = granted[0] as number;
-    starts.forEach((start, k) => expect(start - first).toBeGreaterThanOrEqual(60 * k - 1));
-    granted.forEach((grant, k) => expect(grant - first).toBeLessThan(60 * k + 50));
+    for (const [k, start] of starts.entries()) expect(start - first).toBeGreaterThanOrEqual(60 * k - 1);
+    for (const [k, grant] of granted.entries()) expect(grant - first).toBeLessThan(60 * k + 50);
   });
 
   it('weight counts against maxConcurrent; a weight above it is refused with Bottleneck’s message', async () => {
