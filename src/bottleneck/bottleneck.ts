@@ -7,7 +7,7 @@
  */
 import { createHookedScheduler, type HookedScheduler } from '../scheduler/scheduler.js';
 import { Batcher } from './batcher.js';
-import { type Connection, openConnection } from './connection.js';
+import { type Connection, openConnection, RedisConnection } from './connection.js';
 import { BottleneckError } from './errors.js';
 import { type Emitting, Events } from './events.js';
 import { Group, useLimiterClass } from './group.js';
@@ -57,6 +57,9 @@ export class Bottleneck {
   Promise: PromiseConstructor;
   private limits: LimitSettings;
   private readonly connection: Connection;
+  /** A connection given in the options (a Group's): its owner closes it. */
+  private readonly sharedConnection: boolean;
+  private readonly readied: Promise<unknown>;
   private hooked: HookedScheduler;
   private readonly reservoir: Reservoir;
   private readonly states: States;
@@ -67,6 +70,8 @@ export class Bottleneck {
   private chained: Bottleneck | null = null;
   private stopped: Required<StopOptions> | undefined;
   private unblockAt = 0;
+  /** Locally, when the next job may start (minTime after the last start). */
+  private nextStart = 0;
   private lastActive = Date.now();
   private readonly onSettled = new Set<() => void>();
 
@@ -85,8 +90,15 @@ export class Bottleneck {
     this.limits = resolveLimits(options);
     this.Events = new Events(this);
     this.states = new States(this.trackDoneStatus);
-    this.connection = openConnection(options, this.Events);
+    const { connection, shared } = openConnection(options);
+    this.connection = connection;
+    this.sharedConnection = shared;
     this.hooked = this.openScheduler();
+    const { limiter } = this.hooked;
+    this.readied = connection.ready.then(async (clients) => {
+      if (options.clearDatastore === true) await limiter.reset(this.id);
+      return clients;
+    });
     this.reservoir = createReservoir(this.limits, () => this.hooked.nudge(this.id));
   }
 
@@ -96,12 +108,16 @@ export class Bottleneck {
   static readonly version = '2.19.5';
   static readonly Group = Group;
   static readonly Batcher = Batcher;
+  static readonly RedisConnection = RedisConnection;
+  static readonly IORedisConnection = RedisConnection;
   static default: typeof Bottleneck;
   readonly strategy = STRATEGY;
   readonly BottleneckError = BottleneckError;
   readonly version = '2.19.5';
   readonly Group = Group;
   readonly Batcher = Batcher;
+  readonly RedisConnection = RedisConnection;
+  readonly IORedisConnection = RedisConnection;
 
   /** A scheduler for the current limits, on the connection's store (rule state is shared by name). */
   private openScheduler(): HookedScheduler {
@@ -109,7 +125,7 @@ export class Bottleneck {
       {
         store: this.connection.store,
         prefix: 'bottleneck',
-        rules: limitRules(this.limits, LEASE_MS),
+        rules: limitRules(this.limits, LEASE_MS, !this.connection.local),
         highWater: 10_000_000,
         headers: false,
       },
@@ -177,7 +193,9 @@ export class Bottleneck {
     const before = this.limits;
     const next = mergeLimits(before, options);
     this.limits = next;
-    if (next.maxConcurrent !== before.maxConcurrent || next.minTime !== before.minTime) this.moveTo();
+    const shared = !this.connection.local;
+    if (next.maxConcurrent !== before.maxConcurrent || (shared && next.minTime !== before.minTime))
+      this.moveTo();
     if (options.rejectOnDrop !== undefined) this.rejectOnDrop = options.rejectOnDrop !== false;
     this.reservoir.configure(next, options);
     return this;
@@ -209,7 +227,7 @@ export class Bottleneck {
 
   /** Would a job of `weight` start now? */
   async check(weight = 1): Promise<boolean> {
-    if (!this.reservoir.fits(weight)) return false;
+    if (!this.reservoir.fits(weight) || (this.connection.local && this.nextStart > Date.now())) return false;
     const decision = await this.hooked.limiter.peek(this.id, { cost: Math.max(1, weight) });
     return decision.allowed;
   }
@@ -247,7 +265,7 @@ export class Bottleneck {
   }
 
   ready(): Promise<unknown> {
-    return this.connection.ready;
+    return this.readied;
   }
 
   clients(): Record<string, unknown> {
@@ -261,8 +279,9 @@ export class Bottleneck {
   /** Stops timers and, when this limiter made its own Redis connection, closes it. */
   async disconnect(flush = true): Promise<void> {
     this.reservoir.stop();
-    if (!this.connection.local) await this.hooked.scheduler.close();
-    await this.connection.disconnect(flush);
+    if (this.connection.local) return;
+    await this.hooked.scheduler.close();
+    if (!this.sharedConnection) await this.connection.disconnect(flush);
   }
 
   /** Refuses new jobs; drops waiting ones (unless `dropWaitingJobs: false`); resolves once running ones end. */
@@ -420,7 +439,7 @@ export class Bottleneck {
       this.chained === null
         ? (_options, task, args) => task(...args)
         : (options, task, args) => this.chained?.schedule(options, task, ...args);
-    return runAttempts(job, this.Events, runner, () => {
+    return runAttempts(job, this.Events, runner, this.spacing(), () => {
       this.states.set(id, 'EXECUTING');
     }).finally(() => this.states.finish(id));
   }
@@ -428,6 +447,15 @@ export class Bottleneck {
   private dequeue(job: Job): void {
     this.states.dequeue(job);
     if (this.states.queued() === 0) this.reservoir.keepAlive(false);
+  }
+
+  /** How long a job granted now waits for minTime (locally; on a shared store its rule spaced it). */
+  private spacing(): number {
+    if (!this.connection.local) return 0;
+    const now = Date.now();
+    const wait = Math.max(this.nextStart - now, 0);
+    this.nextStart = now + wait + this.limits.minTime;
+    return wait;
   }
 
   /** After the scheduler gave the job's slots back. */

@@ -4,6 +4,7 @@
  */
 import { unref } from '../turns.js';
 import type { Bottleneck } from './bottleneck.js';
+import { RedisConnection } from './connection.js';
 import { type Emitting, Events } from './events.js';
 
 const DEFAULT_TIMEOUT_MS = 5 * 60 * 1000;
@@ -22,15 +23,22 @@ export class Group {
   readonly Events: Events;
   id: string;
   timeout: number;
-  private readonly limiterOptions: Record<string, unknown>;
+  private limiterOptions: Record<string, unknown>;
   private readonly instances = new Map<string, Bottleneck>();
   private cleanup: ReturnType<typeof setInterval> | undefined;
+  /** The Redis connection every limiter of the group shares, when the group made it. */
+  private readonly ownConnection: RedisConnection | undefined;
 
   constructor(limiterOptions: Record<string, unknown> = {}) {
     this.limiterOptions = limiterOptions;
     this.id = String(limiterOptions.id ?? 'group-key');
     this.timeout = Number(limiterOptions.timeout ?? DEFAULT_TIMEOUT_MS);
     this.Events = new Events(this);
+    const { datastore, connection } = limiterOptions;
+    if (connection == null && (datastore === 'redis' || datastore === 'ioredis')) {
+      this.ownConnection = new RedisConnection(limiterOptions);
+      this.limiterOptions = { ...limiterOptions, connection: this.ownConnection };
+    }
     this.startCleanup();
   }
 
@@ -75,8 +83,9 @@ export class Group {
     }
   }
 
-  async disconnect(_flush = true): Promise<void> {
+  async disconnect(flush = true): Promise<void> {
     clearInterval(this.cleanup);
+    await this.ownConnection?.disconnect(flush);
   }
 
   private startCleanup(): void {

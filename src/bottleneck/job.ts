@@ -41,9 +41,15 @@ export function createJob(
 }
 
 /** The job's attempts: `scheduled`, `executing`, then `done` or `failed` (and `retry` after a delay). */
-export async function runAttempts(job: Job, events: Events, runner: Runner, executing: () => void) {
+export async function runAttempts(
+  job: Job,
+  events: Events,
+  runner: Runner,
+  firstWait: number,
+  executing: () => void,
+) {
   const { options, args } = job;
-  let wait = 0;
+  let wait = firstWait;
   for (;;) {
     void events.trigger('scheduled', { args, options });
     // A timer even at 0 ms, as Bottleneck's: code written against it expects a turn of the event loop here.

@@ -107,8 +107,12 @@ export function resolveLimits(options: Record<string, unknown>): LimitSettings {
   return mergeLimits(LIMIT_DEFAULTS, options);
 }
 
-/** Slots a job holds, and minTime's spacing; with neither, one rule that never binds. */
-export function limitRules(limits: LimitSettings, leaseMs: number): RuleOptions[] {
+/**
+ * The scheduler's rules: the slots a job holds (always a rule, so a later maxConcurrent has
+ * slots to count), and on a shared store minTime's spacing. A limiter of its own spaces starts
+ * itself, as Bottleneck does: a job takes its slot first and waits out minTime holding it.
+ */
+export function limitRules(limits: LimitSettings, leaseMs: number, shared: boolean): RuleOptions[] {
   const rules: RuleOptions[] = [
     {
       name: 'maxConcurrent',
@@ -117,7 +121,7 @@ export function limitRules(limits: LimitSettings, leaseMs: number): RuleOptions[
       lease: leaseMs,
     },
   ];
-  if (limits.minTime > 0) {
+  if (shared && limits.minTime > 0) {
     rules.push({
       name: 'minTime',
       algorithm: 'gcra',

@@ -79,9 +79,10 @@ describe('order', () => {
   it('lower priority first, first in first out within a priority', async () => {
     const limiter = new Bottleneck({ maxConcurrent: 1 });
     const order: string[] = [];
+    // The first runs long enough for the others to be queued behind it.
     const run = (name: string) => async () => {
       order.push(name);
-      await sleep(5);
+      await sleep(name === 'first' ? 50 : 1);
     };
     const jobs = [
       limiter.schedule({ priority: 5 }, run('first')),
