@@ -160,6 +160,7 @@ export function resolveJobOptions(given: unknown): JobOptions {
     priority,
     weight,
     expiration,
-    id: id === NO_ID ? `${NO_ID}-${Math.random().toString(36).slice(2)}` : String(id),
+    // Kept as given (a number stays a number), as Bottleneck keys its job states.
+    id: id === NO_ID ? `${NO_ID}-${Math.random().toString(36).slice(2)}` : (id as string),
   };
 }
