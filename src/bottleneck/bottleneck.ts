@@ -29,6 +29,8 @@ import { States, type Status } from './states.js';
 const V1_MESSAGE =
   "Bottleneck v2 takes a single object argument. Refer to https://github.com/SGrondin/bottleneck#upgrading-to-v2 if you're upgrading from Bottleneck v1.";
 const DROPPED = 'This job has been dropped by Bottleneck';
+/** What a job dropped while waiting out minTime ends its grant with (never seen by callers). */
+const DROPPED_RUNNING = new BottleneckError('dropped before it ran');
 /** Longest a job holds its slots on a store nobody releases it from (a process that died). */
 const LEASE_MS = 60 * 60 * 1000;
 
@@ -74,6 +76,8 @@ export class Bottleneck {
   private nextStart = 0;
   private lastActive = Date.now();
   private readonly onSettled = new Set<() => void>();
+  /** Jobs granted and waiting out minTime (RUNNING): `stop` drops them too. */
+  private readonly spacing = new Set<Job>();
 
   constructor(options: Record<string, unknown> = {}, ...invalid: unknown[]) {
     if (options == null || typeof options !== 'object' || invalid.length > 0) {
@@ -197,6 +201,8 @@ export class Bottleneck {
     if (next.maxConcurrent !== before.maxConcurrent || (shared && next.minTime !== before.minTime))
       this.moveTo();
     if (options.rejectOnDrop !== undefined) this.rejectOnDrop = options.rejectOnDrop !== false;
+    // A new id is a new key: jobs from now on share limits with the limiters of that id.
+    if (options.id != null) this.id = options.id as string;
     this.reservoir.configure(next, options);
     return this;
   }
@@ -297,8 +303,10 @@ export class Bottleneck {
     };
     this.stopped = stop;
     return this.submitting.then(() => {
-      if (stop.dropWaitingJobs)
-        for (const job of this.states.allQueued()) this.drop(job, stop.dropErrorMessage);
+      if (stop.dropWaitingJobs) {
+        for (const job of [...this.states.allQueued(), ...this.spacing])
+          this.drop(job, stop.dropErrorMessage);
+      }
       return this.whenSettled();
     });
   }
@@ -414,7 +422,11 @@ export class Bottleneck {
           job.resolve(value);
         },
         (error: unknown) => {
-          if (abort.signal.aborted) return;
+          if (abort.signal.aborted) {
+            // Dropped while it waited out minTime: its slots are given back now.
+            if (error === DROPPED_RUNNING) this.finish(job);
+            return;
+          }
           if (this.states.of(job.options.id) === 'QUEUED') {
             this.drop(job, DROPPED, error);
             return;
@@ -439,9 +451,15 @@ export class Bottleneck {
       this.chained === null
         ? (_options, task, args) => task(...args)
         : (options, task, args) => this.chained?.schedule(options, task, ...args);
-    return runAttempts(job, this.Events, runner, this.spacing(), () => {
+    this.spacing.add(job);
+    return runAttempts(job, this.Events, runner, this.nextWait(), () => {
+      this.spacing.delete(job);
+      if (this.states.of(id) === null) throw DROPPED_RUNNING;
       this.states.set(id, 'EXECUTING');
-    }).finally(() => this.states.finish(id));
+    }).finally(() => {
+      if (job.abort.signal.aborted) return;
+      this.states.finish(id);
+    });
   }
 
   private dequeue(job: Job): void {
@@ -450,7 +468,7 @@ export class Bottleneck {
   }
 
   /** How long a job granted now waits for minTime (locally; on a shared store its rule spaced it). */
-  private spacing(): number {
+  private nextWait(): number {
     if (!this.connection.local) return 0;
     const now = Date.now();
     const wait = Math.max(this.nextStart - now, 0);
