@@ -7,6 +7,16 @@ import Bottleneck, { BottleneckError } from '../../src/bottleneck/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Resolves once `limiter` has emitted `name` `count` times from now (no guessing at timings). */
+function events(limiter: Bottleneck, name: string, count = 1): Promise<void> {
+  let seen = 0;
+  return new Promise((resolve) => {
+    limiter.on(name, () => {
+      if (++seen === count) resolve();
+    });
+  });
+}
+
 /** A job that records when it ran and how many ran beside it. */
 function recorder() {
   const starts: number[] = [];
@@ -118,13 +128,16 @@ describe('highWater strategies', () => {
         () => outcome.set(name, 'ran'),
         (error: Error) => outcome.set(name, error.message),
       );
+    let release = () => undefined as void;
+    const executing = events(limiter, 'executing');
     const all = [
       track(
         'running',
-        limiter.schedule(() => sleep(60)),
+        limiter.schedule(() => new Promise<void>((resolve) => (release = resolve))),
       ),
     ];
-    await sleep(15);
+    await executing;
+    const queued = events(limiter, 'queued', priorities.length);
     priorities.forEach((priority, i) => {
       all.push(
         track(
@@ -133,13 +146,16 @@ describe('highWater strategies', () => {
         ),
       );
     });
-    await sleep(15);
+    await queued;
+    const decided = Promise.race([events(limiter, 'queued'), events(limiter, 'dropped')]);
     all.push(
       track(
         'new',
         limiter.schedule(extra, async () => undefined),
       ),
     );
+    await decided;
+    release();
     await Promise.all(all);
     return Object.fromEntries(outcome);
   }
@@ -221,6 +237,7 @@ describe('highWater strategies', () => {
 
 describe('reservoir', () => {
   it('starts take from it; at 0 jobs wait for the refresh, and depleted is emitted', async () => {
+    const t0 = Date.now();
     const limiter = new Bottleneck({
       reservoir: 2,
       reservoirRefreshInterval: 100,
@@ -228,11 +245,11 @@ describe('reservoir', () => {
     });
     let depleted = 0;
     limiter.on('depleted', () => depleted++);
-    const { job, starts } = recorder();
-    await Promise.all([1, 2, 3, 4, 5].map((n) => limiter.schedule(job, n, 1)));
-    expect(starts.filter((start) => start < 90)).toHaveLength(2);
-    expect(starts.filter((start) => start >= 90 && start < 190)).toHaveLength(2);
-    expect(starts.filter((start) => start >= 190)).toHaveLength(1);
+    const ran: number[] = [];
+    await Promise.all([1, 2, 3, 4, 5].map((n) => limiter.schedule(async () => ran.push(n))));
+    // 2 jobs, then 2 after the first refresh, then the last after the second: timers never fire early.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(199);
+    expect(ran).toEqual([1, 2, 3, 4, 5]);
     expect(depleted).toBe(2);
     expect(await limiter.currentReservoir()).toBe(1);
   });
@@ -298,15 +315,21 @@ describe('jobs', () => {
 
   it('ids: a duplicate is refused; jobStatus, jobs and counts follow each job', async () => {
     const limiter = new Bottleneck({ maxConcurrent: 1, trackDoneStatus: true });
-    const first = limiter.schedule({ id: 'a' }, () => sleep(40));
+    let release = () => undefined as void;
+    const executing = new Promise<void>((resolve) => limiter.once('executing', () => resolve()));
+    const first = limiter.schedule({ id: 'a' }, () => new Promise<void>((resolve) => (release = resolve)));
     await expect(limiter.schedule({ id: 'a' }, async () => 1)).rejects.toThrow(
       'A job with the same id already exists (id=a)',
     );
+    const queuedB = new Promise<void>((resolve) =>
+      limiter.on('queued', (info: { options: { id: string } }) => info.options.id === 'b' && resolve()),
+    );
     const second = limiter.schedule({ id: 'b' }, async () => 1);
-    await sleep(20);
+    await Promise.all([executing, queuedB]);
     expect(limiter.jobStatus('a')).toBe('EXECUTING');
     expect(limiter.jobStatus('b')).toBe('QUEUED');
     expect(limiter.counts()).toEqual({ RECEIVED: 0, QUEUED: 1, RUNNING: 0, EXECUTING: 1, DONE: 0 });
+    release();
     await Promise.all([first, second]);
     expect(limiter.jobs('DONE').sort()).toEqual(['a', 'b']);
     expect(limiter.jobStatus('nope')).toBeNull();
