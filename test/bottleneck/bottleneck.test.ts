@@ -89,10 +89,11 @@ describe('order', () => {
   it('lower priority first, first in first out within a priority', async () => {
     const limiter = new Bottleneck({ maxConcurrent: 1 });
     const order: string[] = [];
-    // The first runs long enough for the others to be queued behind it.
+    // The first runs until every other job is queued behind it.
+    const queued = events(limiter, 'queued', 5);
     const run = (name: string) => async () => {
       order.push(name);
-      await sleep(name === 'first' ? 50 : 1);
+      if (name === 'first') await queued;
     };
     const jobs = [
       limiter.schedule({ priority: 5 }, run('first')),
