@@ -356,6 +356,12 @@ export class Bottleneck {
     // Bottleneck's submit and register each take a turn of the event loop; the order of starts
     // its users' code (and Octokit's tests) expect depends on them.
     await sleep(0);
+    if (this.stopped?.dropWaitingJobs === true) {
+      // Received before stop(): dropped like the jobs stop found waiting.
+      this.receiving--;
+      this.drop(job, this.stopped.dropErrorMessage);
+      return false;
+    }
     try {
       if (maxConcurrent != null && weight > maxConcurrent) {
         throw new BottleneckError(

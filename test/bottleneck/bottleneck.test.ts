@@ -425,6 +425,16 @@ describe('stop and construction', () => {
     await expect(limiter.stop()).rejects.toThrow('stop() has already been called');
   });
 
+  it('stop drops the jobs received just before it, too', async () => {
+    const limiter = new Bottleneck({ maxConcurrent: 1 });
+    const outcomes = [1, 2].map((n) => limiter.schedule(async () => n).catch((e: Error) => e.message));
+    await limiter.stop();
+    expect(await Promise.all(outcomes)).toEqual([
+      'This limiter has been stopped.',
+      'This limiter has been stopped.',
+    ]);
+  });
+
   it('stop({ dropWaitingJobs: false }) resolves once every job has run', async () => {
     const limiter = new Bottleneck({ maxConcurrent: 1 });
     const ran: number[] = [];
