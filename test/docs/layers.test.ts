@@ -80,6 +80,7 @@ const MAY_IMPORT: Record<string, Allowed[]> = {
     'leaf',
     'scheduler/',
     'stores/memory/',
+    'stores/redis/',
     { types: 'stores/types.ts' },
     { types: 'rules.ts' },
   ],
