@@ -58,7 +58,7 @@ export class Bottleneck {
   trackDoneStatus: boolean;
   Promise: PromiseConstructor;
   private limits: LimitSettings;
-  private readonly connection: Connection;
+  private readonly home: Connection;
   /** A connection given in the options (a Group's): its owner closes it. */
   private readonly sharedConnection: boolean;
   private readonly readied: Promise<unknown>;
@@ -95,7 +95,8 @@ export class Bottleneck {
     this.Events = new Events(this);
     this.states = new States(this.trackDoneStatus);
     const { connection, shared } = openConnection(options);
-    this.connection = connection;
+    this.home = connection;
+    if (connection instanceof RedisConnection) this.datastore = connection.datastore;
     this.sharedConnection = shared;
     this.hooked = this.openScheduler();
     const { limiter } = this.hooked;
@@ -127,9 +128,9 @@ export class Bottleneck {
   private openScheduler(): HookedScheduler {
     return createHookedScheduler(
       {
-        store: this.connection.store,
+        store: this.home.store,
         prefix: 'bottleneck',
-        rules: limitRules(this.limits, LEASE_MS, !this.connection.local),
+        rules: limitRules(this.limits, LEASE_MS, !this.home.local),
         highWater: 10_000_000,
         headers: false,
       },
@@ -197,7 +198,7 @@ export class Bottleneck {
     const before = this.limits;
     const next = mergeLimits(before, options);
     this.limits = next;
-    const shared = !this.connection.local;
+    const shared = !this.home.local;
     if (next.maxConcurrent !== before.maxConcurrent || (shared && next.minTime !== before.minTime))
       this.moveTo();
     if (options.rejectOnDrop !== undefined) this.rejectOnDrop = options.rejectOnDrop !== false;
@@ -233,7 +234,7 @@ export class Bottleneck {
 
   /** Would a job of `weight` start now? */
   async check(weight = 1): Promise<boolean> {
-    if (!this.reservoir.fits(weight) || (this.connection.local && this.nextStart > Date.now())) return false;
+    if (!this.reservoir.fits(weight) || (this.home.local && this.nextStart > Date.now())) return false;
     const decision = await this.hooked.limiter.peek(this.id, { cost: Math.max(1, weight) });
     return decision.allowed;
   }
@@ -270,12 +271,17 @@ export class Bottleneck {
     return this.states.counts();
   }
 
+  /** The Redis connection (pass it as `connection` to share it), or null for a local limiter. */
+  get connection(): RedisConnection | null {
+    return this.home instanceof RedisConnection ? this.home : null;
+  }
+
   ready(): Promise<unknown> {
     return this.readied;
   }
 
   clients(): Record<string, unknown> {
-    return this.connection.clients;
+    return this.home.clients;
   }
 
   async publish(message: unknown): Promise<void> {
@@ -285,9 +291,9 @@ export class Bottleneck {
   /** Stops timers and, when this limiter made its own Redis connection, closes it. */
   async disconnect(flush = true): Promise<void> {
     this.reservoir.stop();
-    if (this.connection.local) return;
+    if (this.home.local) return;
     await this.hooked.scheduler.close();
-    if (!this.sharedConnection) await this.connection.disconnect(flush);
+    if (!this.sharedConnection) await this.home.disconnect(flush);
   }
 
   /** Refuses new jobs; drops waiting ones (unless `dropWaitingJobs: false`); resolves once running ones end. */
@@ -475,7 +481,7 @@ export class Bottleneck {
 
   /** How long a job granted now waits for minTime (locally; on a shared store its rule spaced it). */
   private nextWait(): number {
-    if (!this.connection.local) return 0;
+    if (!this.home.local) return 0;
     const now = Date.now();
     const wait = Math.max(this.nextStart - now, 0);
     this.nextStart = now + wait + this.limits.minTime;

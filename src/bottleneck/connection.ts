@@ -53,6 +53,8 @@ function loadIoredis(): IoredisModule {
 export class RedisConnection implements Connection {
   readonly store: Store;
   readonly local = false;
+  /** `'redis'` or `'ioredis'`, as asked for: a limiter given this connection reports it. */
+  readonly datastore: string;
   readonly ready: Promise<unknown>;
   readonly clients: Record<string, unknown>;
   private readonly client: IoredisClient;
@@ -61,6 +63,7 @@ export class RedisConnection implements Connection {
   constructor(options: Record<string, unknown> = {}) {
     const given = options.client as IoredisClient | undefined;
     this.owned = given === undefined;
+    this.datastore = options.datastore === 'redis' ? 'redis' : 'ioredis';
     if (given !== undefined) this.client = given;
     else {
       const Redis = (options.Redis as IoredisModule | undefined) ?? loadIoredis();

@@ -29,6 +29,12 @@ export class Group {
   /** The Redis connection every limiter of the group shares, when the group made it. */
   private readonly ownConnection: RedisConnection | undefined;
 
+  /** The connection the group's limiters share (given or made), or null for local limiters. */
+  get connection(): RedisConnection | null {
+    const given = this.limiterOptions.connection;
+    return given instanceof RedisConnection ? given : null;
+  }
+
   constructor(limiterOptions: Record<string, unknown> = {}) {
     this.limiterOptions = limiterOptions;
     this.id = String(limiterOptions.id ?? 'group-key');

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Bottleneck from '../../src/bottleneck/index.js';
 import { type RedisServer, useRedisServer } from '../support/redis-server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -79,5 +80,39 @@ describe('limiters with the same id in 3 processes on one Redis', () => {
     // whole run cannot be shorter than 8 gaps.
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(70);
     expect((grants.at(-1) as number) - (grants[0] as number)).toBeGreaterThanOrEqual(8 * 80 - 10);
+  }, 30_000);
+});
+
+describe('one connection shared by limiters in a process', () => {
+  it("a limiter's connection passed to another: same id, same limits; the lender owns the client", async () => {
+    const options = { id: 'lent', maxConcurrent: 1 };
+    const lender = new Bottleneck({
+      ...options,
+      datastore: 'ioredis',
+      clientOptions: { host: '127.0.0.1', port: server.port },
+    });
+    const borrower = new Bottleneck({ ...options, connection: lender.connection });
+    expect(borrower.connection).toBe(lender.connection);
+    expect(borrower.datastore).toBe('ioredis');
+    await Promise.all([lender.ready(), borrower.ready()]);
+    let running = 0;
+    let most = 0;
+    const job = async () => {
+      most = Math.max(most, ++running);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      running--;
+    };
+    await Promise.all([
+      lender.schedule(job),
+      borrower.schedule(job),
+      lender.schedule(job),
+      borrower.schedule(job),
+    ]);
+    expect(most).toBe(1);
+    await borrower.disconnect();
+    // The borrower left the client open: the lender still runs jobs.
+    expect(await lender.schedule(async () => 'still open')).toBe('still open');
+    await lender.disconnect();
+    expect(new Bottleneck().connection).toBeNull();
   }, 30_000);
 });
