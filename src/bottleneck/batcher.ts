@@ -6,6 +6,13 @@ import { type Emitting, Events } from './events.js';
 
 export interface Batcher extends Emitting {}
 
+/**
+ * Items in batches: by count, or by time since the first.
+ * @example
+ * const batcher = new Bottleneck.Batcher({ maxSize: 100, maxTime: 1000 });
+ * batcher.on('batch', (rows) => insertRows(rows));
+ * await batcher.add(row);
+ */
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: Events installs on/once/removeAllListeners.
 export class Batcher {
   readonly Events: Events;

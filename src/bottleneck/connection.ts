@@ -49,7 +49,12 @@ function loadIoredis(): IoredisModule {
   }
 }
 
-/** Bottleneck.RedisConnection and Bottleneck.IORedisConnection: one Redis client and its store. */
+/**
+ * Bottleneck.RedisConnection and Bottleneck.IORedisConnection: one Redis client and its store.
+ * @example
+ * const connection = new Bottleneck.IORedisConnection({ client: new Redis(process.env.REDIS_URL) });
+ * const limiter = new Bottleneck({ id: 'partner-api', maxConcurrent: 5, connection });
+ */
 export class RedisConnection implements Connection {
   readonly store: Store;
   readonly local = false;

@@ -18,6 +18,12 @@ export function useLimiterClass(make: (options: Record<string, unknown>) => Bott
   makeLimiter = make;
 }
 
+/**
+ * One limiter per key, all with the same options.
+ * @example
+ * const perUser = new Bottleneck.Group({ maxConcurrent: 1, minTime: 250 });
+ * await perUser.key(userId).schedule(() => sendMail(userId));
+ */
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: Events installs on/once/removeAllListeners.
 export class Group {
   readonly Events: Events;
