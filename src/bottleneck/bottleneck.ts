@@ -307,13 +307,16 @@ export class Bottleneck {
       dropWaitingJobs: options.dropWaitingJobs ?? true,
       dropErrorMessage: options.dropErrorMessage ?? 'This limiter has been stopped.',
     };
+    if (!stop.dropWaitingJobs) {
+      // As Bottleneck: a last job, after every other, that ends when it is the only one left.
+      const last = this.schedule({ priority: 9, weight: 0 }, () => this.whenSettled(1));
+      this.stopped = stop;
+      return last.then(() => undefined);
+    }
     this.stopped = stop;
     return this.submitting.then(() => {
-      if (stop.dropWaitingJobs) {
-        for (const job of [...this.states.allQueued(), ...this.spacing])
-          this.drop(job, stop.dropErrorMessage);
-      }
-      return this.whenSettled();
+      for (const job of [...this.states.allQueued(), ...this.spacing]) this.drop(job, stop.dropErrorMessage);
+      return this.whenSettled(0);
     });
   }
 
@@ -322,10 +325,11 @@ export class Bottleneck {
     return this.runningWeight > 0 || !this.empty() ? Date.now() : this.lastActive;
   }
 
-  private whenSettled(): Promise<void> {
+  /** Resolves once at most `left` jobs are unfinished. */
+  private whenSettled(left: number): Promise<void> {
     return new this.Promise<void>((resolve) => {
       const check = () => {
-        if (this.states.unfinished() > 0) return;
+        if (this.states.unfinished() > left) return;
         this.onSettled.delete(check);
         resolve();
       };
