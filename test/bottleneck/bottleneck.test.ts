@@ -129,7 +129,7 @@ describe('highWater strategies', () => {
         () => outcome.set(name, 'ran'),
         (error: Error) => outcome.set(name, error.message),
       );
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const executing = events(limiter, 'executing');
     const all = [
       track(
@@ -316,7 +316,7 @@ describe('jobs', () => {
 
   it('ids: a duplicate is refused; jobStatus, jobs and counts follow each job', async () => {
     const limiter = new Bottleneck({ maxConcurrent: 1, trackDoneStatus: true });
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const executing = new Promise<void>((resolve) => limiter.once('executing', () => resolve()));
     const first = limiter.schedule({ id: 'a' }, () => new Promise<void>((resolve) => (release = resolve)));
     await expect(limiter.schedule({ id: 'a' }, async () => 1)).rejects.toThrow(
