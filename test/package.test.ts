@@ -188,6 +188,29 @@ if (require('floodgate/package.json').name !== 'floodgate') throw new Error('pac
   );
 
   it(
+    'floodgate/bottleneck: require and import give the class, and it runs a job',
+    async () => {
+      const run = `const limiter = new Bottleneck({ maxConcurrent: 1, minTime: 10 });
+if (Bottleneck.default !== Bottleneck || typeof Bottleneck.Group !== 'function') throw new Error('exports missing');
+limiter.schedule((n) => n * 2, 21).then((answer) => console.log(JSON.stringify(answer)));`;
+      const required = await node(
+        'bottleneck.cjs',
+        `const { Bottleneck } = require('floodgate/bottleneck');
+if (require('floodgate/bottleneck').default !== Bottleneck) throw new Error('no default');
+${run}`,
+      );
+      expect(JSON.parse(required)).toBe(42);
+      const imported = await node(
+        'bottleneck.mjs',
+        `import Bottleneck from 'floodgate/bottleneck';
+${run}`,
+      );
+      expect(JSON.parse(imported)).toBe(42);
+    },
+    SLOW,
+  );
+
+  it(
     'type-checks a TypeScript consumer under both the import and the require condition',
     async () => {
       const consumer = (importLine: string) => `${importLine}

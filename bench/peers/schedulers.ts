@@ -141,6 +141,44 @@ function bottleneck(redis: boolean): SchedulerContender {
   };
 }
 
+/** floodgate/bottleneck from the built package, or undefined in a build without it. */
+async function floodgateBottleneck(): Promise<typeof Bottleneck | undefined> {
+  try {
+    return (await import(new URL('../../dist/esm/bottleneck/index.js', import.meta.url).href)).default;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * floodgate/bottleneck configured exactly as Bottleneck above (local mode: its reservoir is
+ * held per process, so it has no Redis row that would mean the same limit).
+ */
+function floodgateBottleneckLocal(): SchedulerContender {
+  return {
+    name: 'floodgate/bottleneck (local)',
+    role: 'floodgate',
+    shared: false,
+    async unavailable() {
+      return (await floodgateBottleneck()) ? undefined : 'floodgate/bottleneck not in this build';
+    },
+    async create({ limit, windowMs }) {
+      const Class = (await floodgateBottleneck()) as typeof Bottleneck;
+      const limiter = new Class({
+        reservoir: limit,
+        reservoirRefreshAmount: limit,
+        reservoirRefreshInterval: windowMs,
+      });
+      return {
+        schedule: (job) => limiter.schedule(async () => job()),
+        async close() {
+          await limiter.disconnect(false);
+        },
+      };
+    },
+  };
+}
+
 export const SCHEDULER_CONTENDERS: readonly SchedulerContender[] = [
   floodgate('floodgate createScheduler (memory)', 'memory'),
   floodgate('floodgate createScheduler (Redis)', 'redis'),
@@ -148,4 +186,5 @@ export const SCHEDULER_CONTENDERS: readonly SchedulerContender[] = [
   pQueue(true),
   bottleneck(false),
   bottleneck(true),
+  floodgateBottleneckLocal(),
 ];

@@ -43,6 +43,8 @@ export interface DriverHooks {
   start(job: Job, decision: Decision, mark: Promise<GrantMark>, done: () => void): void;
   /** A pause another participant set on a key this process knows. */
   paused(key: string, until: number, source: string): void;
+  /** A gate of the caller's before the head's check (false: it waits for `nudge`); see SchedulerHooks. */
+  readonly admit?: (key: string, cost: number) => boolean;
 }
 
 export interface Driver {
@@ -56,6 +58,8 @@ export interface Driver {
   queued(key: string): number;
   /** Rejects every waiting job with `reason` (their entries are dropped by the queues' close). */
   rejectAll(reason: unknown): void;
+  /** The head of `key`, if it is this process's, looks again (an `admit` gate opened). */
+  nudge(key: string): void;
 }
 
 export function createDriver(hooks: DriverHooks): Driver {
@@ -132,6 +136,7 @@ export function createDriver(hooks: DriverHooks): Driver {
       }, wait);
       return;
     }
+    if (hooks.admit !== undefined && !hooks.admit(run.key, job.options.cost)) return;
     run.checking = true;
     run.again = false;
     limiter.check(run.key, { cost: job.options.cost }).then(
@@ -285,6 +290,10 @@ export function createDriver(hooks: DriverHooks): Driver {
           () => undefined,
         );
       }
+    },
+    nudge(key) {
+      const run = runs.get(keyHead(limiter.prefix, key));
+      if (run !== undefined) go(run);
     },
     waiting: () => waiting.size,
     queued: (key) => runs.get(keyHead(limiter.prefix, key))?.turn.queued ?? 1,

@@ -11,7 +11,7 @@ import { describe } from '../describe.js';
 import { parseDuration } from '../duration.js';
 import { createEmitter } from '../emitter.js';
 import { LimiterClosedError, QueueFullError } from '../errors.js';
-import { createLimiter, LIMITER_OPTIONS, type LimiterOptions } from '../limiter.js';
+import { createLimiter, LIMITER_OPTIONS, type Limiter, type LimiterOptions } from '../limiter.js';
 import { checkOptions } from '../options.js';
 import type { GrantMark, QueueSkip } from '../stores/queue-types.js';
 import { unref } from '../turns.js';
@@ -59,6 +59,25 @@ const HEARTBEAT_MS = 1_000;
  * }, { key: 'openai', cost: 1_000, tenant: customerId });
  */
 export function createScheduler(options: SchedulerOptions): Scheduler {
+  return createHookedScheduler(options, {}).scheduler;
+}
+
+/** What a layer built on the scheduler (floodgate/bottleneck) may add; not public API. */
+export interface SchedulerHooks {
+  /** Asked before a head's check of its rules: false holds the head until `nudge(key)`. */
+  readonly admit?: (key: string, cost: number) => boolean;
+}
+
+/** A scheduler, the limiter it runs jobs through, and `nudge` for its `admit` hook. */
+export interface HookedScheduler {
+  readonly scheduler: Scheduler;
+  readonly limiter: Limiter;
+  /** The head of `key` asks `admit` again. */
+  nudge(key: string): void;
+}
+
+/** createScheduler with hooks for a layer built on it. */
+export function createHookedScheduler(options: SchedulerOptions, hooks: SchedulerHooks): HookedScheduler {
   checkOptions(options, {
     owner: 'createScheduler',
     expected: 'an options object with rules',
@@ -89,6 +108,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     start,
     paused: (key, until, source) =>
       emitter.emit('paused', { key, until, source: source as 'response' | 'pause' }),
+    admit: hooks.admit,
   });
   // The memory store's queues lose no news and have no liveness to renew.
   const heartbeat = limiter.store.local === true ? undefined : setInterval(driver.heartbeat, HEARTBEAT_MS);
@@ -226,7 +246,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const { signal } = jobOptions;
       if (signal?.aborted === true) return Promise.reject(signal.reason);
       const head = headOf(jobOptions.key);
-      const { skip } = queues;
+      // An admit gate (floodgate/bottleneck's reservoir) is asked only at the head of the queue.
+      const skip = hooks.admit === undefined ? queues.skip : undefined;
       if (skip?.idle(head, jobOptions.cost) === true) {
         return skipQueue(fn, jobOptions, skip, head) as Promise<Awaited<T>>;
       }
@@ -279,5 +300,5 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       return this;
     },
   };
-  return scheduler;
+  return { scheduler, limiter, nudge: driver.nudge };
 }

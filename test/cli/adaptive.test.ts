@@ -63,7 +63,7 @@ async function offer(url: string, clients: Record<string, number>, ms: number) {
 }
 
 describe('serve --adaptive', () => {
-  it('under 4x the capacity in clients: sheddable is shed first, critical is served, the upstream never sees more than the limit's max', async () => {
+  it('under 4x the capacity in clients: sheddable is shed first, critical is served, the upstream never sees more than the max', async () => {
     const { url, admin } = await startGateway({
       upstream: upstream.url,
       adaptive: { initial: 16, max: 24, window: '100ms' },
