@@ -21,6 +21,14 @@ export interface AlgorithmParams {
   readonly windowMs: number;
   /** Most units that can be available at once: `burst` for token-bucket and gcra, else `limit`. */
   readonly capacity: number;
+  /** A calendar rule's periods (see calendar-window.ts); absent for every other rule. */
+  readonly periods?: Periods;
+}
+
+/** Calendar periods (src/calendar/ makes them): the one that contains an instant. */
+export interface Periods {
+  /** The period containing `now` (epoch ms), as [start, end). */
+  at(now: number): { readonly start: number; readonly end: number };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface PeriodSpan {
 export interface Calendar {
   readonly period: PeriodName;
   readonly timeZone: string;
+  /** The anchor as the rule gave it, or undefined for the calendar's own start. */
+  readonly anchor: string | undefined;
   /** The period containing `now` (epoch ms): `start <= now < end`. */
   at(now: number): PeriodSpan;
 }
@@ -71,14 +73,21 @@ function indexOf(period: PeriodName, anchor: Anchor, local: number): number {
 
 /**
  * The calendar of `period` in `timeZone` (a name the platform knows, see isTimeZone) from
- * `anchor`. It remembers the last period it found: checks ask for the same one again and again.
+ * `anchor` (parsed from `anchorText`). It remembers the last period it found: checks ask for the
+ * same one again and again.
  */
-export function createCalendar(period: PeriodName, timeZone: string, anchor: Anchor): Calendar {
+export function createCalendar(
+  period: PeriodName,
+  timeZone: string,
+  anchor: Anchor,
+  anchorText?: string,
+): Calendar {
   const startOf = (index: number): number => instantOf(timeZone, localStart(period, anchor, index));
   let last: PeriodSpan = { start: 0, end: 0 };
   return {
     period,
     timeZone,
+    anchor: anchorText,
     at(now) {
       if (last.start <= now && now < last.end) return last;
       // The local reading guesses; the instants decide (around a change the two can disagree).

@@ -85,6 +85,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const readiness = readinessOf(options.client);
   const { run, send, runReadOnly } = createScriptCalls(runner, readiness, functions);
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
+  /** The caller's clock, around which calendar rules' periods are sent (the script picks the server's). */
+  const callerNow = (): number => (clock === undefined ? Date.now() : clock());
 
   /** A call about an admitted request ('s' settle, 'f' release, 'n' renew), given its rules' tokens. */
   function afterCheck(
@@ -96,7 +98,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     tokens: readonly number[],
     refund = false,
   ): Promise<unknown> {
-    const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number, refund));
+    const at = callerNow();
+    const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number, at, refund));
     const args = [mode, String(reserved), now(), String(actual), String(rules.length), ...perRule];
     const described = describeRules(rules);
     return run(described.script, ruleKeys(head, described), args);
@@ -119,7 +122,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       script: described.script,
       now: now(),
       keys: ruleKeys(head, described),
-      ruleSet: described.ruleSet,
+      ruleSet: described.ruleSetAt === undefined ? described.ruleSet : described.ruleSetAt(callerNow()),
       mode: consume ? 'c' : 'p',
       cost,
       seen: overrideSeen ?? '*',

@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'c9bce46bd12a909cd4567f282d440bd8360ea946';
+const PINNED_SHA = '9664b1f362774a1e4d31c4e0aee9f33da4457b15';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
