@@ -21,6 +21,7 @@ import {
 import { resolvePlans } from './core/plans.js';
 import { actualCost, createTickets, tokensOf } from './core/settle.js';
 import { createSlots } from './core/slots.js';
+import type { ThresholdEvent } from './core/thresholds.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
 import { createEmitter } from './emitter.js';
@@ -125,6 +126,11 @@ export interface LimiterEvents {
    * `'maxmemory-policy'` when Redis may evict overrides and limiter state (an `allkeys-*` policy).
    */
   warning: [info: StoreWarning];
+  /**
+   * A check took `key`'s usage of a calendar rule with `thresholds` to `threshold` × `limit`:
+   * once per key, rule, threshold and period across every process sharing the store.
+   */
+  threshold: [info: ThresholdEvent];
 }
 
 export interface Limiter {
@@ -327,6 +333,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     invalidOverride: (info) => emitter.emit('invalidOverride', info),
     leases,
     decided: telemetry.decided,
+    crossed: (event) => emitter.emit('threshold', event),
   });
   const { head, forgetDenials } = checks;
   const lifecycle = createLifecycle();

@@ -151,6 +151,8 @@ const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
 /** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
 export const MAX_BLOCK_MS = 366 * 86_400_000;
 const DAY_MS = 86_400_000;
+/** Most thresholds a rule takes: a check's crossings travel as a bit mask in one reply integer. */
+const MAX_THRESHOLDS = 20;
 /** A calendar rule's nominal window (the RateLimit-Policy window, the limit × window bound): its longest period. */
 const PERIOD_MS: Readonly<Record<PeriodName, number>> = {
   day: DAY_MS,
@@ -268,7 +270,9 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
     counts,
     ...(quotaLease === undefined ? {} : { quotaLease }),
     ...(periods === undefined ? {} : { periods }),
-    ...(thresholds === undefined ? {} : { thresholds }),
+    ...(thresholds === undefined
+      ? {}
+      : { thresholds, thresholdUnits: thresholds.map((t) => unitsOf(t, limit)) }),
   };
 }
 
@@ -322,6 +326,11 @@ function resolvePeriods(
   return createCalendar(period as PeriodName, zone, parsed, anchor);
 }
 
+/** The usage that reaches `fraction` of `limit`: at least 1, rounded past float noise (0.7 × 10 is 7, not 8). */
+function unitsOf(fraction: number, limit: number): number {
+  return Math.max(1, Math.ceil(Math.round(fraction * limit * 1e6) / 1e6));
+}
+
 /** A rule's `thresholds`: distinct fractions in (0, 1], ascending; undefined when none. */
 function resolveThresholds(
   input: unknown,
@@ -334,9 +343,9 @@ function resolveThresholds(
       `${option}: ${describe(input)} is not allowed without period: thresholds are announced once per calendar period`,
     );
   }
-  if (!Array.isArray(input) || input.length === 0) {
+  if (!Array.isArray(input) || input.length === 0 || input.length > MAX_THRESHOLDS) {
     throw new TypeError(
-      `${option}: ${describe(input)} must be a non-empty array of fractions in (0, 1], e.g. [0.8, 1]`,
+      `${option}: ${describe(input)} must be an array of 1 to ${MAX_THRESHOLDS} fractions in (0, 1], e.g. [0.8, 1]`,
     );
   }
   for (const [index, value] of input.entries()) {

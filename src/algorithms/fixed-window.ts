@@ -74,43 +74,54 @@ export function settleWindow(
 
 /**
  * The Lua twin of the three functions above for algorithm `code`, whose window around `now` the
- * Lua in `bounds` sets as the locals `start` and `untilEnd` (from `W`, the rule's window).
+ * Lua in `bounds` sets as the locals `start` and `untilEnd` (from `W`, the rule's window). With
+ * `thresholds`, the state keeps a third field, the thresholds announced in its window, which the
+ * chunk's own `crossings(W, used, announced)` and `announcedText(announced)` read and write (see
+ * calendar-window.ts).
  */
-export function windowLua(code: number, commitName: string, bounds: string): string {
+export function windowLua(code: number, commitName: string, bounds: string, thresholds = false): string {
+  const count = thresholds ? 'local count, announced = 0, 0' : 'local count = 0';
+  const parse = thresholds
+    ? "local s, c, a = match(stored, '^(%d+):(%d+):?(%d*)$')"
+    : "local s, c = match(stored, '^(%d+):(%d+)$')";
+  const read = thresholds ? 'count, announced = tonumber(c), tonumber(a) or 0' : 'count = tonumber(c)';
+  const tail = thresholds ? ' .. announcedText(announced)' : '';
+  const extra = thresholds ? ', announced' : '';
+  const cross = thresholds ? '\n  if allowed then announced = crossings(W, count + cost, announced) end' : '';
   return `
-local function ${commitName}(k, cost, start, count, untilEnd)
-  put(k, fmt(start) .. ':' .. fmt(count + cost), untilEnd)
+local function ${commitName}(k, cost, start, count, untilEnd${extra})
+  put(k, fmt(start) .. ':' .. fmt(count + cost)${tail}, untilEnd)
 end
 
 EVALUATORS[${code}] = function(k, L, W, B, cost)
   ${bounds}
-  local count = 0
+  ${count}
   local stored = get(k)
   if stored then
-    local s, c = match(stored, '^(%d+):(%d+)$')
+    ${parse}
     -- As strings: fmt(start) is remembered, a tonumber is a strtod.
-    if s == fmt(start) then count = tonumber(c) end
+    if s == fmt(start) then ${read} end
   end
   local allowed = count + cost <= L
   local retry = 0
   if not allowed then retry = (cost > L) and NEVER or untilEnd end
   local reset = 0
-  if count > 0 then reset = untilEnd end
-  return allowed, max(0, L - count), reset, retry, untilEnd, start, ${commitName}, start, count, untilEnd
+  if count > 0 then reset = untilEnd end${cross}
+  return allowed, max(0, L - count), reset, retry, untilEnd, start, ${commitName}, start, count, untilEnd${extra}
 end
 
 SETTLERS[${code}] = function(k, L, W, B, token, reserved, delta)
   ${bounds}
   -- A refund for a window that is over gives nothing back: its units were counted there.
   if token ~= start and delta < 0 then return end
-  local count = 0
+  ${count}
   local stored = get(k)
   if stored then
-    local s, c = match(stored, '^(%d+):(%d+)$')
-    if s == fmt(start) then count = tonumber(c) end
+    ${parse}
+    if s == fmt(start) then ${read} end
   end
   count = adjust(count, delta, 2 * L)
-  put(k, fmt(start) .. ':' .. fmt(count), untilEnd)
+  put(k, fmt(start) .. ':' .. fmt(count)${tail}, untilEnd)
 end`;
 }
 

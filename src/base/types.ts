@@ -26,6 +26,8 @@ export interface ResolvedRule {
   readonly periods?: CalendarPeriods;
   /** The usage fractions announced by `threshold` events, ascending; absent when none. */
   readonly thresholds?: readonly number[];
+  /** The same in units (the usage that reaches each): what the algorithm compares. */
+  readonly thresholdUnits?: readonly number[];
 }
 
 /** A calendar rule's periods, and the options that made them (for inspect and messages). */

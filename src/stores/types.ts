@@ -32,6 +32,8 @@ export interface RuleOutcome {
   readonly token: number;
   /** True when denied because the rule's block holds the key (see algorithms/block.ts). */
   readonly blocked?: boolean;
+  /** A calendar rule's thresholds this check crosses if consumed, as a bit mask (see Evaluation.crossed). */
+  readonly crossed?: number;
 }
 
 /** A store's answer to `evaluate` when it evaluated the rules. */

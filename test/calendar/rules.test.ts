@@ -60,7 +60,7 @@ const REFUSED: [string, Record<string, unknown>, string][] = [
     { thresholds: [0.8, 1.5] },
     'rules.thresholds[1]: 1.5 must be a fraction in (0, 1]',
   ],
-  ['no thresholds', { thresholds: [] }, 'rules.thresholds: an array must be a non-empty array'],
+  ['no thresholds', { thresholds: [] }, 'rules.thresholds: an array must be an array of 1 to 20 fractions'],
   [
     'a time zone without period',
     { period: undefined, window: '1d', timeZone: 'UTC' },

@@ -48,17 +48,19 @@ function ruleText(rule: ResolvedRule, window: string): string {
 
 /**
  * A calendar rule's window as the script reads it: the starts of the periods before, around and
- * after `now` ("p0/p1/p2/p3"), from which the script takes the one holding the server's clock.
+ * after `now` ("p0/p1/p2/p3"), from which the script takes the one holding the server's clock,
+ * then its threshold units, if any.
  */
-function periodStarts(periods: CalendarPeriods, start: number, end: number): string {
-  return `${periods.at(start - 1).start}/${start}/${end}/${periods.at(end).end}`;
+function periodStarts(rule: ResolvedRule, periods: CalendarPeriods, start: number, end: number): string {
+  const starts = `${periods.at(start - 1).start}/${start}/${end}/${periods.at(end).end}`;
+  return rule.thresholdUnits === undefined ? starts : `${starts}/${rule.thresholdUnits.join('/')}`;
 }
 
 /** A rule's window argument at `now`: its milliseconds, or a calendar rule's period starts. */
 function windowText(rule: ResolvedRule, now: number): string {
   if (rule.periods === undefined) return String(rule.windowMs);
   const { start, end } = rule.periods.at(now);
-  return periodStarts(rule.periods, start, end);
+  return periodStarts(rule, rule.periods, start, end);
 }
 
 /** The rule set argument of `rules` (some counted by calendar period) at `now`, rebuilt only when a period ends. */
@@ -76,7 +78,7 @@ function calendarRuleSet(rules: readonly ResolvedRule[]): (now: number) => strin
           const { start, end } = rule.periods.at(now);
           from = Math.max(from, start);
           until = Math.min(until, end);
-          return ruleText(rule, periodStarts(rule.periods, start, end));
+          return ruleText(rule, periodStarts(rule, rule.periods, start, end));
         })
         .join(';');
     }

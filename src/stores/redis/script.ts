@@ -20,7 +20,8 @@
  *       nested array per check would cost it per check), per check in order:
  *       -1 then the key's current override ('' for none) when it is not `seen` (nothing was
  *       evaluated); otherwise a count, then that many integers: per rule allowed (1; 0 denied,
- *       2 denied while the rule's block holds the key), remaining, resetMs, retryAfterMs (-1:
+ *       2 denied while the rule's block holds the key; 1 + 4 × m allowed, crossing the thresholds
+ *       of bit mask m if committed), remaining, resetMs, retryAfterMs (-1:
  *       never), resetAfterMs, token; then, when `seen` is an override, its remaining ms (-1: no
  *       expiry).
  *   A lone check or peek: as a batch of one, in one argument instead of six (each argument costs
@@ -220,6 +221,9 @@ end
 local OUT, OUT_COUNT, OUT_CLEAN, OUT_MAX = {}, 0, true, 4096
 
 local NEVER = -1
+-- Set by an evaluator whose rule's commit would cross thresholds (a bit mask, see
+-- algorithms/calendar-window.ts); the driver replies it as allowed = 1 + 4 * mask and clears it.
+local CROSSED
 local EVALUATORS, SETTLERS, RELEASERS, RENEWERS = {}, {}, {}, {}
 local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W, COMMIT_UNITS = {}, {}, {}, {}, {}, {}, {}
 local KEY_COUNTS = { __KEY_COUNTS__ }
@@ -320,6 +324,10 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     end
     -- 2: denied because the rule's block holds the key, which a peek reports too.
     out[n + 1] = allowed and 1 or held and 2 or 0
+    if CROSSED then
+      if allowed then out[n + 1] = 1 + 4 * CROSSED end
+      CROSSED = nil
+    end
     out[n + 2] = remaining
     out[n + 3] = reset
     out[n + 4] = retry
@@ -380,6 +388,10 @@ local function checkDirect(rule, mode, cost, seen)
   if allowed and mode == 'c' then commit(2, units, x, y, z, w) end
   local out = DIRECT_OUT
   out[2], out[3], out[4], out[5], out[6], out[7] = allowed and 1 or 0, remaining, reset, retry, resetAfter, token
+  if CROSSED then
+    if allowed then out[2] = 1 + 4 * CROSSED end
+    CROSSED = nil
+  end
   return out
 end
 

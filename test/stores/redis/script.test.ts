@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '9664b1f362774a1e4d31c4e0aee9f33da4457b15';
+const PINNED_SHA = '92bb778c2cba029910a2d9cd68137d633ec16046';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
