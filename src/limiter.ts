@@ -338,7 +338,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const { head, forgetDenials } = checks;
   const lifecycle = createLifecycle();
   // After this turn, so listeners attached right after createLimiter hear it.
-  store.inspect?.().then(
+  const calendar = plans.sets.some((set) => set.rules.some((rule) => rule.periods !== undefined));
+  store.inspect?.({ calendar }).then(
     (warnings) => {
       if (!lifecycle.closed) for (const warning of warnings) emitter.emit('warning', warning);
     },
