@@ -1,0 +1,91 @@
+/**
+ * The gateway and calendar rules: its config takes period, timeZone, anchor and thresholds in
+ * plans (refusals name the field), and a threshold crossed by its checks is logged as event
+ * `threshold` and counted in floodgate_thresholds_total{rule,threshold}.
+ */
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { parseGatewayConfig } from '../../src/cli/config/schema.js';
+import { createLimiterCache } from '../../src/cli/serve/limiters.js';
+import { createLogger } from '../../src/cli/serve/log.js';
+import { gatewayMetrics } from '../../src/cli/serve/metrics.js';
+import { memoryStore } from '../../src/index.js';
+
+const PLANS = {
+  plans: {
+    pro: {
+      rules: [
+        {
+          limit: 4,
+          period: 'month',
+          timeZone: 'Europe/Berlin',
+          anchor: '2026-01-15T09:00',
+          thresholds: [0.5, 1],
+        },
+      ],
+    },
+  },
+  tiers: { header: 'x-plan', trust: 'header', default: 'pro' },
+};
+
+describe('calendar rules in the gateway', () => {
+  it('reads them in plans, fixed-window by default, and names a bad field', () => {
+    const config = parseGatewayConfig(PLANS);
+    expect(config.plans.get('pro')).toEqual([
+      {
+        algorithm: 'fixed-window',
+        limit: 4,
+        period: 'month',
+        timeZone: 'Europe/Berlin',
+        anchor: '2026-01-15T09:00',
+        thresholds: [0.5, 1],
+      },
+    ]);
+    expect(() =>
+      parseGatewayConfig({ rules: [{ limit: 4, period: 'month', timeZone: 'Europe/Nowhere' }] }),
+    ).toThrow('rules[0].timeZone: "Europe/Nowhere" is not an IANA time zone');
+    expect(() => parseGatewayConfig({ rules: [{ limit: '4/1m', period: 'day' }] })).toThrow(
+      'rules[0].limit: "4/1m" must be a number of units per period',
+    );
+  });
+
+  it('logs each threshold crossed as event threshold and counts it by rule and threshold', async () => {
+    const config = parseGatewayConfig(PLANS);
+    const output = new PassThrough();
+    let logged = '';
+    output.on('data', (chunk) => {
+      logged += chunk;
+    });
+    const metrics = gatewayMetrics();
+    const store = memoryStore();
+    const limiters = createLimiterCache({
+      config,
+      metrics,
+      logger: createLogger(output),
+      store: {
+        store,
+        target: undefined,
+        label: 'memory',
+        warnings: () => [],
+        ping: async () => {},
+        close: async () => {},
+      },
+    });
+    const limiter = limiters.get(config.plans);
+    for (let i = 0; i < 5; i++) await limiter.check('tenant', { plan: 'pro' });
+    const events = logged
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.event === 'threshold');
+    expect(events.map(({ rule, threshold, used, limit }) => ({ rule, threshold, used, limit }))).toEqual([
+      { rule: 'pro.fixed-window-4-per-month', threshold: 0.5, used: 2, limit: 4 },
+      { rule: 'pro.fixed-window-4-per-month', threshold: 1, used: 4, limit: 4 },
+    ]);
+    const text = metrics.registry.render();
+    expect(text).toContain(
+      'floodgate_thresholds_total{rule="pro.fixed-window-4-per-month",threshold="0.5"} 1',
+    );
+    expect(text).toContain('floodgate_thresholds_total{rule="pro.fixed-window-4-per-month",threshold="1"} 1');
+  });
+});
