@@ -223,7 +223,8 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
     capacity = positiveInteger(rule.burst, `${option}.burst`, Number.MAX_SAFE_INTEGER);
   }
   const largest = Math.max(limit, capacity);
-  if (largest * windowMs > MAX_UNITS_TIMES_WINDOW) {
+  // A calendar rule only counts (no product of units and time), so a monthly million is fine.
+  if (periods === undefined && largest * windowMs > MAX_UNITS_TIMES_WINDOW) {
     throw new RangeError(
       `${option}: ${capacity > limit ? 'burst' : 'limit'} × window (${largest} × ${windowMs} ms) must be at most 2^51; use a smaller limit or window`,
     );

@@ -101,7 +101,10 @@ describe('calendar rule fields', () => {
     );
   });
 
-  it('names a rule by its period by default', async () => {
+  it('names a rule by its period by default, and takes a limit in the millions', async () => {
+    expect(() =>
+      createLimiter({ store: memoryStore(), rules: monthly({ limit: 10_000_000 }) }),
+    ).not.toThrow();
     const limiter = createLimiter({
       store: memoryStore(),
       rules: { algorithm: 'fixed-window', limit: 9, period: 'week' },
