@@ -93,6 +93,16 @@ function changeBetween(timeZone: string, from: number, to: number, first: number
   return high;
 }
 
+/** `instant` as local wall-clock time in `timeZone` with its offset: `2026-03-08 03:00:00-04:00`. */
+export function formatLocal(timeZone: string, instant: number): string {
+  const offset = offsetAt(timeZone, instant);
+  const text = new Date(instant + offset).toISOString().slice(0, 19).replace('T', ' ');
+  const minutes = Math.round(Math.abs(offset) / 60_000);
+  const hh = String(Math.floor(minutes / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${text}${offset < 0 ? '-' : '+'}${hh}:${mm}`;
+}
+
 /** `a mod b` for negative `a` too. */
 function mod(a: number, b: number): number {
   return ((a % b) + b) % b;

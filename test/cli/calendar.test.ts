@@ -1,8 +1,12 @@
 /**
  * The gateway and calendar rules: its config takes period, timeZone, anchor and thresholds in
- * plans (refusals name the field), and a threshold crossed by its checks is logged as event
- * `threshold` and counted in floodgate_thresholds_total{rule,threshold}.
+ * plans (refusals name the field), a threshold crossed by its checks is logged as event
+ * `threshold` and counted in floodgate_thresholds_total{rule,threshold}, and `floodgate inspect`
+ * shows a calendar rule's period in its time zone.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { parseGatewayConfig } from '../../src/cli/config/schema.js';
@@ -10,6 +14,8 @@ import { createLimiterCache } from '../../src/cli/serve/limiters.js';
 import { createLogger } from '../../src/cli/serve/log.js';
 import { gatewayMetrics } from '../../src/cli/serve/metrics.js';
 import { memoryStore } from '../../src/index.js';
+import { startRedisServer } from '../support/redis-server.js';
+import { runCli } from './support/cli.js';
 
 const PLANS = {
   plans: {
@@ -87,5 +93,38 @@ describe('calendar rules in the gateway', () => {
       'floodgate_thresholds_total{rule="pro.fixed-window-4-per-month",threshold="0.5"} 1',
     );
     expect(text).toContain('floodgate_thresholds_total{rule="pro.fixed-window-4-per-month",threshold="1"} 1');
+  });
+});
+
+describe('floodgate inspect on a calendar rule', { timeout: 60_000 }, () => {
+  it("shows the period, its start and end in the rule's time zone", async () => {
+    const [redis, dir] = await Promise.all([
+      startRedisServer(),
+      mkdtemp(join(tmpdir(), 'floodgate-calendar-')),
+    ]);
+    try {
+      const config = join(dir, 'gateway.yaml');
+      await writeFile(
+        config,
+        'rules: [{ name: monthly, limit: 100, period: month, timeZone: Asia/Kolkata, anchor: "2026-01-31T09:30" }]\n',
+      );
+      const before = Date.now();
+      const json = await runCli(['inspect', 'k', '--config', config, '--redis', redis.url, '--json']);
+      expect(json.stderr).toBe('');
+      const [row] = JSON.parse(json.stdout).rules;
+      expect(row.period).toMatchObject({ period: 'month', timeZone: 'Asia/Kolkata' });
+      expect(row.period.start).toMatch(/^\d{4}-\d{2}-\d{2} 09:30:00\+05:30$/);
+      expect(row.period.end).toMatch(/^\d{4}-\d{2}-\d{2} 09:30:00\+05:30$/);
+      expect(row.period.startMs).toBeLessThanOrEqual(before);
+      expect(row.period.endMs).toBeGreaterThan(before);
+      const text = await runCli(['inspect', 'k', '--config', config, '--redis', redis.url]);
+      expect(text.stdout).toContain(
+        `Period of monthly: month in Asia/Kolkata, ${row.period.start} to ${row.period.end}`,
+      );
+      expect(text.stdout).toContain('100/month Asia/Kolkata from 2026-01-31T09:30');
+    } finally {
+      await redis.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
