@@ -2,13 +2,15 @@
  * The gateway and calendar rules: its config takes period, timeZone, anchor and thresholds in
  * plans (refusals name the field), a threshold crossed by its checks is logged as event
  * `threshold` and counted in floodgate_thresholds_total{rule,threshold}, and `floodgate inspect`
- * shows a calendar rule's period in its time zone.
+ * shows a calendar rule's period in its time zone; `compare --calendar` shows one across a DST
+ * change and a month end.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { calendarDemoText, runCalendarDemo } from '../../src/cli/compare/calendar-demo.js';
 import { parseGatewayConfig } from '../../src/cli/config/schema.js';
 import { createLimiterCache } from '../../src/cli/serve/limiters.js';
 import { createLogger } from '../../src/cli/serve/log.js';
@@ -126,5 +128,30 @@ describe('floodgate inspect on a calendar rule', { timeout: 60_000 }, () => {
       await redis.stop();
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('floodgate compare --calendar', () => {
+  it('shows the calendar day end at local midnight after 23 hours, and February end on the 28th', async () => {
+    const rows = await runCalendarDemo();
+    const of = (rule: string) =>
+      rows
+        .filter((row) => row.rule === rule)
+        .map(({ at, allowed, remaining, resetsAt }) => [at, allowed, remaining, resetsAt]);
+    expect(of('calendar-day')).toEqual([
+      ['2026-03-07 23:30:00-05:00', true, 1, '2026-03-08 00:00:00-05:00'],
+      ['2026-03-08 00:30:00-05:00', true, 1, '2026-03-09 00:00:00-04:00'],
+      ['2026-03-08 20:30:00-04:00', true, 0, '2026-03-09 00:00:00-04:00'],
+      ['2026-03-09 00:30:00-04:00', true, 1, '2026-03-10 00:00:00-04:00'],
+    ]);
+    expect(of('calendar-month').map((row) => row[3])).toEqual([
+      '2026-02-28 00:00:00+00:00',
+      '2026-02-28 00:00:00+00:00',
+      '2026-03-31 00:00:00+00:00',
+      '2026-03-31 00:00:00+00:00',
+    ]);
+    // The 30-day window, aligned to the epoch, denies on Feb 28 where the billing month has begun.
+    expect(of('window-30d')[2]).toEqual(['2026-02-28 00:00:00+00:00', false, 0, '2026-03-08 00:00:00+00:00']);
+    expect(calendarDemoText(rows)).toContain('a month anchored on the 31st over February');
   });
 });

@@ -16,6 +16,7 @@ import {
 } from '../args.js';
 import { createProgress } from '../progress.js';
 import { connectRedis, redisTargetFrom } from '../redis.js';
+import { calendarDemoText, runCalendarDemo } from './calendar-demo.js';
 import { htmlPage, renderHtml, renderSvg } from './chart.js';
 import { UPSTREAM_DIALECTS, type UpstreamDialect } from './hidden-limit.js';
 import { type LeaseBackend, leaseText, memoryBackend, redisBackend, runLeaseComparison } from './lease.js';
@@ -56,6 +57,9 @@ Options:
                       twice too loose, and with the same reading the upstream's headers; prints
                       served calls, upstream 429s and the budget used (--chart: queue depth,
                       grants and 429s over time)
+  --calendar          instead: a calendar rule (period: day in America/New_York, month anchored on
+                      the 31st) beside a fixed window of 1d or 30d, on the same checks across a DST
+                      change and a month end, with the exact time each quota comes back
   --workers N         workers of --schedule (default 50)
   --tokens N          tokens per window the --schedule upstream allows (default 100000)
   --dialect NAME      headers of the --schedule upstream (default openai)
@@ -82,6 +86,7 @@ const OPTIONS = {
   lease: { type: 'boolean' },
   processes: { type: 'string' },
   schedule: { type: 'boolean' },
+  calendar: { type: 'boolean' },
   workers: { type: 'string' },
   tokens: { type: 'string' },
   dialect: { type: 'string' },
@@ -105,6 +110,7 @@ export function parseCompareSettings(argv: readonly string[]): {
   progress: boolean;
   lease?: { processes: number };
   schedule?: ScheduleLabSettings;
+  calendar: boolean;
 } {
   const parsed = parseCommandArgs('compare', argv, OPTIONS, 0);
   const limitText = stringOption(parsed, 'limit');
@@ -155,6 +161,12 @@ export function parseCompareSettings(argv: readonly string[]): {
   const processesText = stringOption(parsed, 'processes');
   const schedule = parsed.values.schedule === true;
   if (schedule && lease) throw new UsageError('--schedule: not with --lease; run one lab at a time');
+  const calendar = parsed.values.calendar === true;
+  if (calendar && (lease || schedule || redis !== undefined || chart !== undefined)) {
+    throw new UsageError(
+      '--calendar: a demo of its own, on an in-process store; not with --lease, --schedule, --redis or --chart',
+    );
+  }
   if (schedule && redis !== undefined) {
     throw new UsageError('--schedule: its processes share one in-process store; drop --redis');
   }
@@ -181,6 +193,7 @@ export function parseCompareSettings(argv: readonly string[]): {
     ...(chart !== undefined ? { chart } : {}),
     ...(redis !== undefined ? { redis } : {}),
     progress: parsed.values.progress === true,
+    calendar,
     ...(lease
       ? {
           lease: {
@@ -295,6 +308,11 @@ export async function compareCommand(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (options.lease !== undefined) return compareLeases(options);
+  if (options.calendar) {
+    const rows = await runCalendarDemo();
+    process.stdout.write(options.json ? `${JSON.stringify({ calendar: rows })}\n` : calendarDemoText(rows));
+    return 0;
+  }
   if (options.schedule !== undefined) return compareSchedules(options.schedule, options);
   const progress = createProgress(process.stderr, options.progress);
   const connection =
