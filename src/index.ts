@@ -3,6 +3,14 @@
  * HTTP adapters live in their own entry points (`floodgate/express`, `floodgate/fastify`,
  * `floodgate/node`, `floodgate/fetch`) so importing this one never loads a framework.
  */
+export type {
+  AdaptiveLimit,
+  AdaptiveLimitEvents,
+  AdaptiveStats,
+  Admission,
+} from './adaptive/adaptive-limit.js';
+export { createAdaptiveLimit } from './adaptive/adaptive-limit.js';
+export type { AdaptiveLimitOptions, Criticality } from './adaptive/options.js';
 export type { AlgorithmName } from './algorithms/index.js';
 export type { CheckOptions } from './base/types.js';
 export type { Decision, RuleDecision } from './core/decision.js';

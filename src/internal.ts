@@ -3,6 +3,8 @@
  * (rule parsing, the Redis key layout and script, the HTTP key and header pieces). Not exported
  * by the package; the CLI imports the public API from index.ts and everything else from here.
  */
+export { endAdmission } from './adaptive/ending.js';
+export { CRITICALITIES } from './adaptive/options.js';
 export { BLOCK_SUFFIX } from './algorithms/block.js';
 export { ALGORITHM_NAMES, ALGORITHMS, RATE_ALGORITHM_NAMES } from './algorithms/index.js';
 export { SLIDING_LOG_MAX_LIMIT } from './algorithms/sliding-log.js';

@@ -45,9 +45,9 @@ export function parseNode(value: string, option: string): { host: string; port: 
   return { host: match[1], port: Number(match[2]) };
 }
 
-/** A URL with any password replaced by `***`, for messages and logs. */
+/** A URL (Redis or upstream) with any password replaced by `***`, for messages and logs. */
 export function redactUrl(value: string): string {
-  return value.replace(/^(rediss?:\/\/)([^@/]*)@/, (_all, scheme: string, auth: string) => {
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^@/]*)@/i, (_all, scheme: string, auth: string) => {
     const user = auth.includes(':') ? auth.slice(0, auth.indexOf(':')) : '';
     return `${scheme}${user}:***@`;
   });

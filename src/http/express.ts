@@ -16,6 +16,14 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Decision } from '../core/decision.js';
+import {
+  ADAPTIVE_OPTIONS,
+  type AdaptiveHttpOptions,
+  admitter,
+  holdUntilClosed,
+  SHED,
+  shedNodeResponse,
+} from './adaptive.js';
 import { createGuard, moreRestrictive, nodeHeader, problemBody, trackUntilClosed } from './guard.js';
 import { nodeHeaderTarget } from './node-response.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
@@ -31,7 +39,7 @@ declare module 'express-serve-static-core' {
   }
 }
 
-export interface RateLimitOptions extends HttpOptions<Request, Response> {
+export interface RateLimitOptions extends HttpOptions<Request, Response>, AdaptiveHttpOptions<Request> {
   /**
    * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
    * `Cache-Control: no-store` are already set; this must send the response.
@@ -44,7 +52,11 @@ export interface RateLimitOptions extends HttpOptions<Request, Response> {
  * @example app.use(rateLimit({ rules: { algorithm: 'gcra', limit: 10, window: '1s' }, headers: 'draft-10' }));
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
-  const resolved = parseHttpOptions<Request, Response>(options, 'rateLimit', ['onLimited']);
+  const resolved = parseHttpOptions<Request, Response>(options, 'rateLimit', [
+    'onLimited',
+    ...ADAPTIVE_OPTIONS,
+  ]);
+  const admit = admitter<Request>(options.adaptive, options.criticality, 'rateLimit');
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   const guard = createGuard(resolved, {
     header: (req, name) => nodeHeader(req.headers, name),
@@ -75,6 +87,11 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   }
 
   return function floodgateRateLimit(req, res, next) {
+    if (admit !== undefined) {
+      const admission = admit(req);
+      if (admission === SHED) return shedNodeResponse(res, req);
+      holdUntilClosed(admission, res);
+    }
     // Express 4 ignores a returned promise, so failures (a store outage) go to next(error) here.
     // One `then` rather than an async function and its `catch`: this runs once per request.
     guard.check(req).then((decision) => decided(req, res, next, decision), next);

@@ -28,6 +28,15 @@ import type {
 import type { Decision } from '../core/decision.js';
 import { describe } from '../describe.js';
 import {
+  type AdaptiveHttpOptions,
+  admitter,
+  bodyPending,
+  holdUntilClosed,
+  SHED,
+  SHED_HEADERS,
+  SHED_PROBLEM,
+} from './adaptive.js';
+import {
   createGuard,
   type Guard,
   moreRestrictive,
@@ -76,7 +85,7 @@ export interface FloodgateRouteOptions extends HttpOptions<FastifyRequest, Fasti
   onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void | Promise<void>;
 }
 
-export interface FloodgateOptions extends FloodgateRouteOptions {
+export interface FloodgateOptions extends FloodgateRouteOptions, AdaptiveHttpOptions<FastifyRequest> {
   /**
    * `true` (default): limit every route of the instance. `false`: only routes with
    * `config.rateLimit`; then `limiter`/`rules` are optional and only lend routes their store.
@@ -137,6 +146,22 @@ async function limit({ guard, onLimited }: RouteGuard, request: FastifyRequest, 
   return reply;
 }
 
+function admitOrShed(
+  admit: NonNullable<ReturnType<typeof admitter<FastifyRequest>>>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: () => void,
+): void {
+  const admission = admit(request);
+  if (admission !== SHED) {
+    holdUntilClosed(admission, reply.raw);
+    done();
+    return;
+  }
+  if (bodyPending(request.raw)) reply.header('connection', 'close');
+  reply.code(503).headers(SHED_HEADERS).send(SHED_PROBLEM);
+}
+
 /** The key prefix of a route's own limiter: readable, or a digest when the URL does not fit. */
 function routePrefix(base: string, route: RouteOptions): string {
   const methods = (Array.isArray(route.method) ? route.method : [route.method]).join('+');
@@ -144,7 +169,7 @@ function routePrefix(base: string, route: RouteOptions): string {
 }
 
 async function floodgatePlugin(app: FastifyInstance, options: FloodgateOptions): Promise<void> {
-  const { global = true, ...shared } = options ?? {};
+  const { global = true, adaptive, criticality, ...shared } = options ?? {};
   if (typeof global !== 'boolean') {
     throw new TypeError(`floodgate global: expected true or false, got ${describe(global)}`);
   }
@@ -186,6 +211,10 @@ async function floodgatePlugin(app: FastifyInstance, options: FloodgateOptions):
   }
 
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
+  const admit = admitter<FastifyRequest>(adaptive, criticality, 'floodgate');
+  // Before the limiter's own hook (added below or by routes): a request to shed costs no store call.
+  if (admit !== undefined)
+    app.addHook('onRequest', (request, reply, done) => admitOrShed(admit, request, reply, done));
 
   app.addHook('onRoute', function floodgateOnRoute(route) {
     const config = route.config?.rateLimit;

@@ -18,7 +18,16 @@
  * app.get('/', (c) => c.json({ remaining: c.get('rateLimit')?.remaining }));
  */
 import type { Context, MiddlewareHandler } from 'hono';
+import { endAdmission } from '../adaptive/ending.js';
 import type { Decision } from '../core/decision.js';
+import {
+  ADAPTIVE_OPTIONS,
+  type AdaptiveHttpOptions,
+  admitter,
+  SHED,
+  SHED_HEADERS,
+  SHED_PROBLEM,
+} from './adaptive.js';
 import { createGuard, moreRestrictive } from './guard.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
 import { clientAddress, parseTrustProxy, type TrustProxy } from './proxy.js';
@@ -36,7 +45,7 @@ declare module 'hono' {
 }
 
 /** `res` of `requestWasSuccessful` and `settle` is the handler's `Response` (`c.res`). */
-export interface RateLimitOptions extends HttpOptions<Context, Response> {
+export interface RateLimitOptions extends HttpOptions<Context, Response>, AdaptiveHttpOptions<Context> {
   /**
    * The client's address (before `trustProxy`). Default: the socket peer on `@hono/node-server`.
    * On other runtimes, e.g. `(c) => getConnInfo(c).remote.address` with the runtime's
@@ -79,7 +88,9 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
     'ip',
     'trustProxy',
     'onLimited',
+    ...ADAPTIVE_OPTIONS,
   ]);
+  const admit = admitter<Context>(options.adaptive, options.criticality, 'rateLimit');
   const ip = optionalFunction(options.ip, 'ip');
   const trust = parseTrustProxy(options.trustProxy);
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
@@ -93,7 +104,7 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
       ),
   });
 
-  return async function floodgateRateLimit(c, next) {
+  const limited: MiddlewareHandler = async function limited(c, next) {
     const decision = await guard.check(c);
     if (decision === undefined) return next();
     c.set('rateLimit', moreRestrictive(c.get('rateLimit'), decision));
@@ -128,6 +139,22 @@ export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
     } finally {
       // A Request object handled again (app.request with the same one) starts afresh.
       if (outermost) pending.delete(request);
+    }
+  };
+
+  if (admit === undefined) return limited;
+  return async function floodgateRateLimit(c, next) {
+    const admission = admit(c);
+    // Web runtimes read no body the handler does not ask for: nothing to close.
+    if (admission === SHED) return new Response(SHED_PROBLEM, { status: 503, headers: SHED_HEADERS });
+    const startedAt = performance.now();
+    try {
+      const answer = await limited(c, next);
+      endAdmission(admission, (answer ?? c.res).status, performance.now() - startedAt);
+      return answer;
+    } catch (error) {
+      admission.ignore();
+      throw error;
     }
   };
 }

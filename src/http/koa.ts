@@ -15,6 +15,16 @@
  */
 import type { Context, Response as KoaResponse, Middleware } from 'koa';
 import type { Decision } from '../core/decision.js';
+import {
+  ADAPTIVE_OPTIONS,
+  type AdaptiveHttpOptions,
+  admitter,
+  bodyPending,
+  holdUntilClosed,
+  SHED,
+  SHED_HEADERS,
+  SHED_PROBLEM,
+} from './adaptive.js';
 import { createGuard, moreRestrictive, nodeHeader, problemBody, trackUntilClosed } from './guard.js';
 import { nodeHeaderTarget } from './node-response.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
@@ -31,7 +41,7 @@ declare module 'koa' {
 }
 
 /** `res` of `requestWasSuccessful` and `settle` is `ctx.response`. */
-export interface RateLimitOptions extends HttpOptions<Context, KoaResponse> {
+export interface RateLimitOptions extends HttpOptions<Context, KoaResponse>, AdaptiveHttpOptions<Context> {
   /**
    * Replaces the default 429 response. The rate-limit headers, `Retry-After` and
    * `Cache-Control: no-store` are already set; this must set the response (`ctx.status`, `ctx.body`).
@@ -44,7 +54,11 @@ export interface RateLimitOptions extends HttpOptions<Context, KoaResponse> {
  * @example router.post('/login', rateLimit({ rules: { name: 'login', algorithm: 'fixed-window', limit: 5, window: '1m' } }), login);
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const resolved = parseHttpOptions<Context, KoaResponse>(options, 'rateLimit', ['onLimited']);
+  const resolved = parseHttpOptions<Context, KoaResponse>(options, 'rateLimit', [
+    'onLimited',
+    ...ADAPTIVE_OPTIONS,
+  ]);
+  const admit = admitter<Context>(options.adaptive, options.criticality, 'rateLimit');
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   const guard = createGuard(resolved, {
     header: (ctx, name) => nodeHeader(ctx.headers, name),
@@ -52,6 +66,17 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   });
 
   return async function floodgateRateLimit(ctx, next) {
+    if (admit !== undefined) {
+      const admission = admit(ctx);
+      if (admission === SHED) {
+        ctx.status = 503;
+        ctx.set(SHED_HEADERS);
+        if (bodyPending(ctx.req)) ctx.set('Connection', 'close');
+        ctx.body = SHED_PROBLEM;
+        return;
+      }
+      holdUntilClosed(admission, ctx.res);
+    }
     const decision = await guard.check(ctx);
     if (decision === undefined) return next();
     ctx.state.rateLimit = moreRestrictive(ctx.state.rateLimit, decision);

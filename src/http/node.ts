@@ -15,6 +15,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
+import {
+  ADAPTIVE_OPTIONS,
+  type AdaptiveHttpOptions,
+  admitter,
+  holdUntilClosed,
+  SHED,
+  shedNodeResponse,
+} from './adaptive.js';
 import { createGuard, moreRestrictive, nodeHeader, problemBody, trackUntilClosed } from './guard.js';
 import { nodeHeaderTarget } from './node-response.js';
 import { type HttpOptions, optionalFunction, parseHttpOptions } from './options.js';
@@ -28,7 +36,9 @@ export type { TrustProxy } from './proxy.js';
 /** A request that a guard has checked: its decision is `req.rateLimit`. */
 export type RateLimitedRequest = IncomingMessage & { rateLimit?: Decision };
 
-export interface HttpGuardOptions extends HttpOptions<IncomingMessage, ServerResponse> {
+export interface HttpGuardOptions
+  extends HttpOptions<IncomingMessage, ServerResponse>,
+    AdaptiveHttpOptions<IncomingMessage> {
   /**
    * Which `X-Forwarded-For` hops to believe: `false` (default: none, the socket peer is the
    * client), a number of trusted proxy hops, addresses/CIDRs of trusted proxies (or
@@ -43,7 +53,7 @@ export interface HttpGuardOptions extends HttpOptions<IncomingMessage, ServerRes
   onLimited?: (req: IncomingMessage, res: ServerResponse, decision: Decision) => void | Promise<void>;
 }
 
-/** Resolves `true` when the request may proceed; `false` when a 429 was sent. */
+/** Resolves `true` when the request may proceed; `false` when a 429 (or, with `adaptive`, a 503) was sent. */
 export type HttpGuard = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 /**
@@ -54,7 +64,9 @@ export function createHttpGuard(options: HttpGuardOptions): HttpGuard {
   const resolved = parseHttpOptions<IncomingMessage, ServerResponse>(options, 'createHttpGuard', [
     'trustProxy',
     'onLimited',
+    ...ADAPTIVE_OPTIONS,
   ]);
+  const admit = admitter<IncomingMessage>(options.adaptive, options.criticality, 'createHttpGuard');
   const trust = parseTrustProxy(options.trustProxy);
   const onLimited = optionalFunction(options.onLimited, 'onLimited');
   const guard = createGuard(resolved, {
@@ -64,6 +76,14 @@ export function createHttpGuard(options: HttpGuardOptions): HttpGuard {
   });
 
   return async function floodgateHttpGuard(req, res) {
+    if (admit !== undefined) {
+      const admission = admit(req);
+      if (admission === SHED) {
+        shedNodeResponse(res, req);
+        return false;
+      }
+      holdUntilClosed(admission, res);
+    }
     const decision = await guard.check(req);
     if (decision === undefined) return true;
     const checked = req as RateLimitedRequest;

@@ -144,6 +144,17 @@ describe('gateway config', () => {
     );
   });
 
+  it('regression: serve --check hides the password of an upstream URL, as it does a Redis one', () => {
+    const config = parseGatewayConfig({
+      upstream: 'http://svc:s3cret@api.internal:8443/base',
+      store: { redis: 'redis://app:hunter2@127.0.0.1:6379' },
+    });
+    const text = describeConfig(config);
+    expect(text).toContain('http://svc:***@api.internal:8443/base');
+    expect(text).toContain('redis://app:***@127.0.0.1:6379');
+    expect(text).not.toMatch(/s3cret|hunter2/);
+  });
+
   it("regression: serve --check lists rules' block, shadow and quotaLease, the client timeout and concurrency, and how denials are answered", () => {
     const config = parseGatewayConfig({
       upstream: 'http://127.0.0.1:3000',
@@ -388,7 +399,7 @@ describe('gateway config', () => {
       'rules[0].window: required with a numeric limit (or write limit: "5/1m")',
     );
     expect(error({ rules: ['5/1m'], colour: 'blue' })).toBe(
-      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, clientTimeout, clientConcurrency, store, onStoreError, shadow, headers, blockedStatus, trustProxy, apiKeyHeader, rules, concurrency, tiers, plans, routes, skip, shutdownTimeout, admin, grpc',
+      'colour: unknown field; expected one of host, port, upstream, upstreamTimeout, clientTimeout, clientConcurrency, store, onStoreError, shadow, headers, blockedStatus, trustProxy, apiKeyHeader, rules, concurrency, tiers, plans, routes, skip, shutdownTimeout, admin, grpc, adaptive, priorityHeader',
     );
     expect(error({ routes: [{ path: 'v1/users' }] })).toBe(
       'routes[0].path: "v1/users" must start with / and have no spaces, e.g. /v1/users/:id or /assets/*',

@@ -4,19 +4,8 @@
  */
 import { ALGORITHMS } from '../../src/algorithms/index.js';
 import { keyHead } from '../../src/base/key-encoding.js';
+import { mulberry32 } from '../../src/cli/compare/scenarios.js';
 import type { Limiter } from '../../src/index.js';
-
-/** mulberry32: a tiny seeded PRNG. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 /** The key whose slot the injection family tries to reach. */
 export const VICTIM = 'victim';
@@ -28,7 +17,7 @@ export interface KeyFamily {
 
 /** 10,000 keys in four families. */
 export function clientKeys(seed = 20_261_129): KeyFamily[] {
-  const random = prng(seed);
+  const random = mulberry32(seed);
   const int = (max: number) => Math.floor(random() * max);
   const hex = (length: number) => Array.from({ length }, () => int(16).toString(16)).join('');
 

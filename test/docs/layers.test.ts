@@ -39,6 +39,7 @@ const PARTS: { name: string; holds: (path: string) => boolean }[] = [
   { name: 'limiter.ts', holds: (path) => path === 'limiter.ts' },
   { name: 'http/', holds: (path) => path.startsWith('http/') },
   { name: 'scheduler/', holds: (path) => path.startsWith('scheduler/') },
+  { name: 'adaptive/', holds: (path) => path.startsWith('adaptive/') },
   { name: 'index.ts', holds: (path) => path === 'index.ts' },
   { name: 'internal.ts', holds: (path) => path === 'internal.ts' },
   { name: 'cli/', holds: (path) => path.startsWith('cli/') },
@@ -58,7 +59,7 @@ const BELOW_LIMITER = [
   'core/',
   'telemetry/',
 ];
-const BELOW_ENTRIES = [...BELOW_LIMITER, 'limiter.ts', 'http/', 'scheduler/'];
+const BELOW_ENTRIES = [...BELOW_LIMITER, 'limiter.ts', 'http/', 'scheduler/', 'adaptive/'];
 
 /** The table's rows, as docs/architecture.md has them; a part may always import itself. */
 const MAY_IMPORT: Record<string, Allowed[]> = {
@@ -75,8 +76,9 @@ const MAY_IMPORT: Record<string, Allowed[]> = {
   'core/': [...STORE, 'rules.ts', { types: 'resilience/' }],
   'telemetry/': ['leaf', 'rules.ts', { types: 'core/' }, { types: 'stores/types.ts' }],
   'limiter.ts': BELOW_LIMITER,
-  'http/': [...STORE, 'rules.ts', 'core/', 'limiter.ts'],
+  'http/': [...STORE, 'rules.ts', 'core/', 'limiter.ts', 'adaptive/'],
   'scheduler/': [...STORE, 'rules.ts', 'core/', 'limiter.ts'],
+  'adaptive/': ['leaf', 'rules.ts'],
   'index.ts': BELOW_ENTRIES,
   'internal.ts': BELOW_ENTRIES,
   'cli/': ['index.ts', 'internal.ts', 'http/fastify.ts'],

@@ -16,6 +16,7 @@ import {
 } from '../args.js';
 import { createProgress } from '../progress.js';
 import { connectRedis, redisTargetFrom } from '../redis.js';
+import { compareAdaptive } from './adaptive-command.js';
 import { calendarDemoText, runCalendarDemo } from './calendar-demo.js';
 import { htmlPage, renderHtml, renderSvg } from './chart.js';
 import { UPSTREAM_DIALECTS, type UpstreamDialect } from './hidden-limit.js';
@@ -60,6 +61,9 @@ Options:
   --calendar          instead: a calendar rule (period: day in America/New_York, month anchored on
                       the 31st) beside a fixed window of 1d or 30d, on the same checks across a DST
                       change and a month end, with the exact time each quota comes back
+  --adaptive          instead: a simulated lab of the adaptive concurrency limit (an upstream
+                      that slows past its capacity, offered 3× it; floodgate compare --adaptive
+                      --help lists its options)
   --workers N         workers of --schedule (default 50)
   --tokens N          tokens per window the --schedule upstream allows (default 100000)
   --dialect NAME      headers of the --schedule upstream (default openai)
@@ -302,6 +306,8 @@ async function writeChart(file: string, content: string, quiet: boolean): Promis
 }
 
 export async function compareCommand(argv: readonly string[]): Promise<number> {
+  // The adaptive lab has options of its own: it is parsed apart from the algorithm comparison.
+  if (argv.includes('--adaptive')) return compareAdaptive(argv);
   const options = parseCompareSettings(argv);
   if (options.help) {
     process.stdout.write(COMPARE_HELP);

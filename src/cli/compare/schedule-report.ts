@@ -5,7 +5,8 @@
  */
 import { formatDuration } from '../../internal.js';
 import { renderTable } from '../table.js';
-import { COLORS, line, text } from './chart.js';
+import { COLORS } from './chart.js';
+import { panelSvg } from './panels.js';
 import type { LabMode, LabRun, LabSample, ScheduleLabSettings } from './schedule-lab.js';
 
 const MODE_TITLES: Record<LabMode, string> = {
@@ -36,65 +37,29 @@ export function scheduleText(settings: ScheduleLabSettings, runs: readonly LabRu
   return `${describeRun(settings)}\n\n${table}\n`;
 }
 
-interface Panel {
-  title: string;
-  value: (sample: LabSample, bucketSeconds: number) => number;
-  color: string;
-}
-
-const PANELS: readonly Panel[] = [
-  { title: 'jobs waiting for a turn', value: (sample) => sample.waiting, color: COLORS.line },
-  { title: 'grants per second', value: (sample, s) => sample.grants / s, color: COLORS.admitted },
-  { title: 'upstream 429s per second', value: (sample, s) => sample.limited / s, color: COLORS.rejected },
-];
-
-const LEFT = 250;
-const TOP = 70;
-const PANEL_W = 300;
-const PANEL_H = 110;
-const GAP_X = 40;
-const GAP_Y = 36;
-
 export function scheduleSvg(settings: ScheduleLabSettings, runs: readonly LabRun[]): string {
-  const width = LEFT + PANELS.length * (PANEL_W + GAP_X);
-  const height = TOP + runs.length * (PANEL_H + GAP_Y) + 20;
-  const bucketSeconds = (settings.windows * settings.windowMs) / settings.buckets / 1000;
-  const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12" fill="${COLORS.text}">`,
-    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-    text(20, 22, describeRun(settings), { size: 13, weight: 'bold' }),
-  ];
-  PANELS.forEach((panel, column) => {
-    const x0 = LEFT + column * (PANEL_W + GAP_X);
-    const max = Math.max(
-      1,
-      ...runs.flatMap((run) => run.samples.map((sample) => panel.value(sample, bucketSeconds))),
-    );
-    parts.push(text(x0, TOP - 22, `${panel.title} (top: ${Math.round(max)})`, { size: 12, weight: 'bold' }));
-    runs.forEach((run, row) => {
-      const y0 = TOP + row * (PANEL_H + GAP_Y);
-      if (column === 0)
-        parts.push(text(LEFT - 14, y0 + PANEL_H / 2, MODE_TITLES[run.mode], { anchor: 'end', size: 11 }));
-      parts.push(`<rect x="${x0}" y="${y0}" width="${PANEL_W}" height="${PANEL_H}" fill="${COLORS.frame}"/>`);
-      const xOf = (atMs: number) => x0 + (atMs / (settings.windows * settings.windowMs)) * PANEL_W;
-      for (
-        let edge = settings.windowMs;
-        edge < settings.windows * settings.windowMs;
-        edge += settings.windowMs
-      ) {
-        parts.push(line(xOf(edge), y0, xOf(edge), y0 + PANEL_H, COLORS.edge, '2 3'));
-      }
-      const points = run.samples
-        .map(
-          (sample) =>
-            `${xOf(sample.atMs).toFixed(1)},${(y0 + PANEL_H - (panel.value(sample, bucketSeconds) / max) * PANEL_H).toFixed(1)}`,
-        )
-        .join(' ');
-      parts.push(
-        `<polyline points="${x0},${y0 + PANEL_H} ${points}" fill="none" stroke="${panel.color}" stroke-width="2"/>`,
-      );
-    });
+  const durationMs = settings.windows * settings.windowMs;
+  const bucketSeconds = durationMs / settings.buckets / 1000;
+  const marks: number[] = [];
+  for (let edge = settings.windowMs; edge < durationMs; edge += settings.windowMs) marks.push(edge);
+  return panelSvg<LabSample>({
+    heading: describeRun(settings),
+    columns: [
+      { title: 'jobs waiting for a turn', value: (sample) => sample.waiting, color: COLORS.line },
+      {
+        title: 'grants per second',
+        value: (sample) => sample.grants / bucketSeconds,
+        color: COLORS.admitted,
+      },
+      {
+        title: 'upstream 429s per second',
+        value: (sample) => sample.limited / bucketSeconds,
+        color: COLORS.rejected,
+      },
+    ],
+    rows: runs.map((run) => ({ title: MODE_TITLES[run.mode], samples: run.samples })),
+    durationMs,
+    atMs: (sample) => sample.atMs,
+    marks,
   });
-  parts.push('</svg>');
-  return `${parts.join('\n')}\n`;
 }

@@ -41,6 +41,7 @@ const FIELD_FLAGS: Record<string, string> = {
   host: 'host',
   'on-store-error': 'onStoreError',
   'api-key-header': 'apiKeyHeader',
+  'priority-header': 'priorityHeader',
   'shutdown-timeout': 'shutdownTimeout',
   'upstream-timeout': 'upstreamTimeout',
   'client-timeout': 'clientTimeout',
@@ -195,6 +196,11 @@ function applyFlags(raw: Fields, labels: Labels, parsed: Parsed, env: NodeJS.Pro
   if (parsed.values.shadow === true) {
     raw.shadow = true;
     labels.shadow = '--shadow';
+  }
+  // The flag turns it on with the defaults; a config file's own settings stay.
+  if (parsed.values.adaptive === true && (raw.adaptive === undefined || raw.adaptive === false)) {
+    raw.adaptive = true;
+    labels.adaptive = '--adaptive';
   }
   const adminHost = stringOption(parsed, 'admin-host');
   const adminPort = stringOption(parsed, 'admin-port');

@@ -3,8 +3,9 @@
  * cost or exemption. Two entries may not claim the same method and path. Patterns match the
  * normalized request path, without regard to case unless a route says `caseSensitive: true`.
  */
-import type { RuleOptions } from '../../index.js';
+import type { Criticality, RuleOptions } from '../../index.js';
 import { resolveRules } from '../../internal.js';
+import { parsePriority } from './adaptive.js';
 import {
   arrayAt,
   booleanAt,
@@ -43,6 +44,8 @@ export interface RouteSpec {
   /** The upstream response header (or trailer) with the actual cost, lowercase; `cost` is reserved until then. */
   readonly settle: { readonly header: string } | undefined;
   readonly skip: boolean;
+  /** The criticality of the route's requests under the adaptive limit (a priority header overrides it). */
+  readonly priority: Criticality | undefined;
   /** Rules per plan for this route (the plan's own rules included unless `inherit: false`). */
   readonly rules: ReadonlyMap<string, readonly RuleOptions[]>;
 }
@@ -87,6 +90,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       'path',
       'skip',
       'caseSensitive',
+      'priority',
       ...LIMIT_FIELDS,
     ]);
     const path = parsePath(fields.path, `${where}.path`);
@@ -162,6 +166,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       count,
       settle,
       skip,
+      priority: parsePriority(fields.priority, `${where}.priority`),
       rules: skip ? new Map() : perPlan,
     });
   }
@@ -190,6 +195,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       count: 'all',
       settle: undefined,
       skip: true,
+      priority: undefined,
       rules: new Map(),
     });
   }

@@ -3,9 +3,10 @@
  * already folded in) to the resolved form `serve`, `inspect` and `reset` trust. Every error
  * names the field (`routes[2].limit: ...`), or the flag that set it.
  */
-import type { RuleOptions } from '../../index.js';
+import type { AdaptiveLimitOptions, RuleOptions } from '../../index.js';
 import { parseTrustProxy as checkTrustProxy, HEADER_STYLES, type HeaderStyle } from '../../internal.js';
 import { parseNode, type RedisTarget, redactUrl } from '../redis.js';
+import { checkPriorityUse, parseAdaptive, parsePriorityHeader } from './adaptive.js';
 import {
   arrayAt,
   booleanAt,
@@ -46,6 +47,10 @@ export interface GatewayConfig {
   readonly onStoreError: 'open' | 'closed';
   /** Every rule a shadow rule: evaluated and counted, never denying (`--shadow`). */
   readonly shadow: boolean;
+  /** The adaptive concurrency limit in front of the upstream (`--adaptive`); undefined when off. */
+  readonly adaptive: AdaptiveLimitOptions | undefined;
+  /** The lowercase header carrying a request's criticality (`--priority-header`). */
+  readonly priorityHeader: string | undefined;
   readonly headers: HeaderStyle | false | readonly HeaderStyle[];
   /** Status of a denial while the key is blocked (a rule's `block`, or a block override). */
   readonly blockedStatus: 403 | 429;
@@ -105,6 +110,8 @@ const TOP_FIELDS = [
   'shutdownTimeout',
   'admin',
   'grpc',
+  'adaptive',
+  'priorityHeader',
 ];
 
 /** The admin listener's defaults: loopback, and a port of its own. */
@@ -162,6 +169,14 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
     const everyRule = [...plans.values(), ...routes.flatMap((route) => [...route.rules.values()])].flat();
     checkShadow(everyRule, at('shadow'), 'some rules (every rule becomes a shadow rule)');
   }
+  const adaptive = parseAdaptive(raw.adaptive, at('adaptive'));
+  const priorityHeader = parsePriorityHeader(raw.priorityHeader, at('priorityHeader'));
+  checkPriorityUse(
+    adaptive,
+    priorityHeader !== undefined
+      ? at('priorityHeader')
+      : routes.filter((route) => route.priority !== undefined).map((route) => `${route.where}.priority`)[0],
+  );
   const admin = raw.admin === undefined ? {} : objectAt(raw.admin, at('admin'), ['host', 'port']);
   const adminPort =
     admin.port === undefined
@@ -199,6 +214,8 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
         ? 'open'
         : oneOf(raw.onStoreError, at('onStoreError'), ['open', 'closed']),
     shadow,
+    adaptive,
+    priorityHeader,
     headers: parseHeaders(raw.headers, at('headers')),
     blockedStatus: parseBlockedStatus(raw.blockedStatus, at('blockedStatus')),
     trustProxy: parseTrustProxy(raw.trustProxy, at('trustProxy')),

@@ -10,6 +10,7 @@ import { EXIT_OK, type Parsed, parseCommandArgs, RuntimeFailure, stringOption, U
 import { loadConfig, STORE_FLAGS, STORE_FLAGS_HELP } from '../config/load.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { redactUrl } from '../redis.js';
+import { adaptiveHolder } from './adaptive.js';
 import { type AdminListener, startAdmin } from './admin.js';
 import { configWarnings, describeConfig, summary } from './describe.js';
 import { answerClientErrors, edgeServerOptions } from './edge.js';
@@ -48,6 +49,11 @@ ${STORE_FLAGS_HELP}
                             false keys every request by its client address
   --on-store-error POLICY   open (default: allow) or closed (deny) when the store fails
   --shadow                  evaluate and count every rule but never deny (floodgate_shadow_denied_total)
+  --adaptive                an adaptive concurrency limit in front of the upstream: it follows the
+                            upstream's latency and refuses what it cannot take at once (503), the
+                            sheddable first (docs/adaptive.md)
+  --priority-header NAME    request header with a request's criticality under --adaptive: critical,
+                            standard (default) or sheddable; set it at a trusted edge
   --store-timeout DURATION  longest wait for the store per check (default 100ms)
   --upstream-timeout DUR    longest wait for an upstream connection, and longest silence from the
                             upstream: no byte taken of the body, none sent (default 30s; a slow
@@ -87,6 +93,8 @@ const OPTIONS = {
   'log-level': { type: 'string' },
   check: { type: 'boolean' },
   shadow: { type: 'boolean' },
+  adaptive: { type: 'boolean' },
+  'priority-header': { type: 'string' },
 } as const;
 
 export async function serveCommand(argv: readonly string[]): Promise<number> {
@@ -109,7 +117,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const logger = createLogger(process.stdout, level as LogLevel);
   for (const warning of configWarnings(config)) logger.warn('config_warning', { detail: warning });
   const metrics = gatewayMetrics();
-  const running = await start(parsed, config, { logger, metrics });
+  const running = await start(parsed, config, { logger, metrics, adaptive: adaptiveHolder() });
   return running.done;
 }
 

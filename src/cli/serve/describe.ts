@@ -110,6 +110,7 @@ export function describeConfig(config: GatewayConfig): string {
     `grpc        ${config.grpc === undefined ? 'off' : `${config.host}:${config.grpc.port}, Envoy rate limit service, ${config.rls?.size ?? 0} domain(s) from ${config.grpc.config}`}`,
     `keys        ${config.tiers?.keys !== undefined && config.apiKeyHeader !== false ? `API keys listed in tiers.keys (header ${config.apiKeyHeader}), else the client address` : 'the client address'}`,
   ];
+  if (config.adaptive !== undefined) lines.push(`adaptive    ${adaptiveText(config)}`);
   if (config.tiers !== undefined) {
     lines.push(
       `tiers       by header ${config.tiers.header}${config.tiers.keys ? ` (${config.tiers.keys.size} keys)` : ' (trust: header, any client picks its plan)'}, default plan ${config.tiers.default}`,
@@ -125,6 +126,7 @@ export function describeConfig(config: GatewayConfig): string {
       continue;
     }
     const counting = [
+      ...(route.priority !== undefined ? [`${route.priority}`] : []),
       ...(route.cost !== 1 ? [`cost ${route.cost}`] : []),
       ...(route.count !== 'all' ? [`count ${route.count}`] : []),
       ...(route.settle !== undefined ? [`settle from header ${route.settle.header}`] : []),
@@ -143,4 +145,15 @@ export function describeConfig(config: GatewayConfig): string {
     }
   }
   return lines.join('\n');
+}
+
+/** The adaptive limit's settings as given (createAdaptiveLimit's defaults for the rest) and where criticality comes from. */
+function adaptiveText(config: GatewayConfig): string {
+  const given = Object.entries(config.adaptive ?? {}).map(([name, value]) => `${name} ${value}`);
+  const settings = given.length > 0 ? given.join(', ') : 'default settings';
+  const source =
+    config.priorityHeader !== undefined
+      ? `criticality from header ${config.priorityHeader}, else the route's, else standard`
+      : 'criticality from the route, else standard';
+  return `concurrency limit following the upstream's latency (${settings}); ${source}`;
 }

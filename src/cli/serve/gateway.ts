@@ -9,10 +9,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { type FloodgateOptions, type FloodgateRouteOptions, floodgate } from '../../http/fastify.js';
-import type { Decision, TopEntry } from '../../index.js';
+import type { AdaptiveLimit, Criticality, Decision, TopEntry } from '../../index.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
+import { addShedding } from './adaptive.js';
 import { createDemoHandler } from './demo.js';
 import { createRlsService, type RlsService } from './envoy/service.js';
 import { createInFlight, type InFlight } from './in-flight.js';
@@ -26,6 +27,8 @@ import { createPlanOf, keyOption } from './tiers.js';
 export interface GatewayParts extends LimiterParts {
   /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
   apiKeySecret?: string;
+  /** The adaptive limit in front of the upstream (`--adaptive`), shared across reloads. */
+  adaptive?: AdaptiveLimit;
 }
 
 export interface Gateway {
@@ -53,6 +56,8 @@ interface RouteTag {
   cost: number;
   /** Rules (as decisions name them) that take 1 per request whatever the cost: `counts: requests`. */
   requestRules: ReadonlySet<string>;
+  /** The route's criticality under the adaptive limit. */
+  priority: Criticality | undefined;
 }
 
 type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -66,6 +71,8 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   const proxy = proxyFor(parts);
   const limiters = createLimiterCache(parts);
   addRequestLog(app, metrics, logger);
+  if (parts.adaptive !== undefined)
+    addShedding(app, parts.adaptive, config, metrics, (request) => tagOf(request)?.priority);
   addErrorHandler(app, logger);
   await registerRoutes(app, parts, limiters, {
     anyCaseSensitive,
@@ -248,7 +255,12 @@ async function registerRoutes(
       const requestRules = new Set(
         (limiter?.rules ?? []).filter((rule) => rule.counts === 'requests').map((rule) => rule.name),
       );
-      const gateway: RouteTag = { route: route.name, cost: route.cost, requestRules };
+      const gateway: RouteTag = {
+        route: route.name,
+        cost: route.cost,
+        requestRules,
+        priority: route.priority,
+      };
       const routeOptions = {
         method: [...route.methods],
         ...routeMatching(route.path, route.caseSensitive, options.anyCaseSensitive),
@@ -333,6 +345,7 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
       count: 'all',
       settle: undefined,
       skip: false,
+      priority: undefined,
       rules: config.plans,
     },
   ];

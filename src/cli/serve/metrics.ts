@@ -180,6 +180,22 @@ export function gatewayMetrics(registry: Registry = createRegistry()) {
       'floodgate_upstream_errors_total',
       'Requests the upstream could not answer (502/503/504), by reason.',
     ),
+    adaptiveLimit: registry.gauge(
+      'floodgate_adaptive_limit',
+      'The adaptive concurrency limit in front of the upstream (--adaptive).',
+    ),
+    adaptiveInFlight: registry.gauge(
+      'floodgate_adaptive_in_flight',
+      'Requests let through by the adaptive limit and not yet answered.',
+    ),
+    adaptiveShed: registry.counter(
+      'floodgate_adaptive_shed_total',
+      'Requests the adaptive limit refused (503), by criticality.',
+    ),
+    adaptiveLatency: registry.gauge(
+      'floodgate_adaptive_latency_seconds',
+      "The upstream's latency as the adaptive limit measures it: the last window's, and with no load.",
+    ),
     inFlight: registry.gauge('floodgate_in_flight_requests', 'Requests being handled right now.'),
     slots: registry.gauge(
       'floodgate_concurrency_slots_in_use',

@@ -6,6 +6,7 @@ import type { Server } from 'node:http';
 import { type Parsed, stringOption } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import type { GatewayConfig } from '../config/schema.js';
+import type { AdaptiveHolder } from './adaptive.js';
 import type { AdminListener } from './admin.js';
 import type { GrpcListener } from './envoy/grpc.js';
 import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
@@ -19,6 +20,8 @@ export interface Shared {
   metrics: GatewayMetrics;
   /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
   apiKeySecret: string | undefined;
+  /** The adaptive limit, kept across reloads that leave its settings as they were. */
+  adaptive: AdaptiveHolder;
 }
 
 /** A running gateway: the listening server, and the parts a reload replaces or shutdown closes. */
@@ -54,5 +57,13 @@ export async function buildNamed(parsed: Parsed, parts: GatewayParts): Promise<G
 
 export function partsOf(config: GatewayConfig, store: StoreHandle, shared: Shared): GatewayParts {
   const { logger, metrics, apiKeySecret } = shared;
-  return { config, store, logger, metrics, ...(apiKeySecret ? { apiKeySecret } : {}) };
+  const adaptive = shared.adaptive.limitFor(config.adaptive);
+  return {
+    config,
+    store,
+    logger,
+    metrics,
+    ...(apiKeySecret ? { apiKeySecret } : {}),
+    ...(adaptive !== undefined ? { adaptive } : {}),
+  };
 }

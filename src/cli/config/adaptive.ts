@@ -1,0 +1,60 @@
+/**
+ * The gateway's adaptive concurrency limit in front of the upstream (`adaptive`, `--adaptive`),
+ * and the criticality of requests (`priorityHeader`, a route's `priority`). The limit's own
+ * options are checked by createAdaptiveLimit itself, its messages renamed to the config's field.
+ */
+import { type AdaptiveLimitOptions, type Criticality, createAdaptiveLimit } from '../../index.js';
+import { CRITICALITIES } from '../../internal.js';
+import { ConfigError, type Fields, fail, HEADER_NAME, objectAt, oneOf, stringAt } from './check.js';
+
+const ADAPTIVE_FIELDS = [
+  'min',
+  'max',
+  'initial',
+  'window',
+  'smoothing',
+  'tolerance',
+  'percentile',
+  'probeInterval',
+  'probeJitter',
+  'probeConcurrency',
+  'probeSamples',
+  'criticalReserve',
+  'standardReserve',
+  'backoff',
+  'eventLoop',
+] as const;
+
+/** `adaptive: true | { min, max, ... }`: the limit's options, or undefined when it is off. */
+export function parseAdaptive(value: unknown, path: string): AdaptiveLimitOptions | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return {};
+  const fields: Fields = objectAt(value, path, ADAPTIVE_FIELDS);
+  const options = fields as AdaptiveLimitOptions;
+  try {
+    createAdaptiveLimit(options);
+  } catch (error) {
+    if (!(error instanceof TypeError || error instanceof RangeError)) throw error;
+    throw new ConfigError(error.message.replace(/^createAdaptiveLimit: /, `${path}.`));
+  }
+  return options;
+}
+
+/** The header carrying a request's criticality (its values: critical, standard, sheddable). */
+export function parsePriorityHeader(value: unknown, path: string): string | undefined {
+  if (value === undefined) return undefined;
+  return stringAt(value, path, HEADER_NAME, 'must be an HTTP header name').toLowerCase();
+}
+
+/** A route's criticality. */
+export function parsePriority(value: unknown, path: string): Criticality | undefined {
+  if (value === undefined) return undefined;
+  return oneOf(value, path, CRITICALITIES);
+}
+
+/** Checks that a criticality only matters where the adaptive limit is on. */
+export function checkPriorityUse(adaptive: AdaptiveLimitOptions | undefined, used: string | undefined): void {
+  if (adaptive === undefined && used !== undefined) {
+    fail(used, 'a criticality only matters with the adaptive limit: set adaptive (or --adaptive) too');
+  }
+}
