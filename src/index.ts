@@ -23,6 +23,7 @@ export type {
   OverrideSpec,
 } from './core/overrides.js';
 export { createOverrideAdmin } from './core/overrides.js';
+export type { ThresholdEvent } from './core/thresholds.js';
 export type { Duration } from './duration.js';
 export { parseDuration } from './duration.js';
 export { LimiterClosedError, QueueFullError, StoreClosedError, WaitTimeoutError } from './errors.js';

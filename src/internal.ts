@@ -10,6 +10,7 @@ export { ALGORITHM_NAMES, ALGORITHMS, RATE_ALGORITHM_NAMES } from './algorithms/
 export { SLIDING_LOG_MAX_LIMIT } from './algorithms/sliding-log.js';
 export { keyHead, resolvePrefix } from './base/key-encoding.js';
 export type { ResolvedRule } from './base/types.js';
+export { formatLocal } from './calendar/index.js';
 export { decodeOverride } from './core/overrides.js';
 export { describe } from './describe.js';
 export { HEADER_STYLES, type HeaderStyle, rateLimitHeaders } from './http/headers.js';

@@ -21,6 +21,7 @@ import {
 import { resolvePlans } from './core/plans.js';
 import { actualCost, createTickets, tokensOf } from './core/settle.js';
 import { createSlots } from './core/slots.js';
+import type { ThresholdEvent } from './core/thresholds.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
 import { createEmitter } from './emitter.js';
@@ -131,6 +132,11 @@ export interface LimiterEvents {
    * `'maxmemory-policy'` when Redis may evict overrides and limiter state (an `allkeys-*` policy).
    */
   warning: [info: StoreWarning];
+  /**
+   * A check took `key`'s usage of a calendar rule with `thresholds` to `threshold` × `limit`:
+   * once per key, rule, threshold and period across every process sharing the store.
+   */
+  threshold: [info: ThresholdEvent];
 }
 
 export interface Limiter {
@@ -339,11 +345,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     invalidOverride: (info) => emitter.emit('invalidOverride', info),
     leases,
     decided: telemetry.decided,
+    crossed: (event) => emitter.emit('threshold', event),
   });
   const { head, forgetDenials } = checks;
   const lifecycle = createLifecycle();
   // After this turn, so listeners attached right after createLimiter hear it.
-  store.inspect?.().then(
+  const calendar = plans.sets.some((set) => set.rules.some((rule) => rule.periods !== undefined));
+  store.inspect?.({ calendar }).then(
     (warnings) => {
       if (!lifecycle.closed) for (const warning of warnings) emitter.emit('warning', warning);
     },

@@ -4,8 +4,16 @@
  */
 import type { BlockParams } from './algorithms/block.js';
 import { DEFAULT_LEASE_MS } from './algorithms/concurrency.js';
-import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName } from './algorithms/index.js';
-import type { QuotaLeaseParams, ResolvedRule } from './base/types.js';
+import { ALGORITHM_NAMES, ALGORITHMS, type AlgorithmName, calendarWindow } from './algorithms/index.js';
+import type { CalendarPeriods, QuotaLeaseParams, ResolvedRule } from './base/types.js';
+import {
+  createCalendar,
+  isTimeZone,
+  NO_ANCHOR,
+  PERIOD_NAMES,
+  type PeriodName,
+  parseAnchor,
+} from './calendar/index.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
 import { checkOptions } from './options.js';
@@ -63,6 +71,25 @@ export interface RuleOptions {
    * fixed-window, sliding-window, token-bucket and gcra only; every rule of a rule set or none.
    */
   quotaLease?: boolean | QuotaLeaseOptions;
+  /**
+   * Count by calendar period instead of a window (`'fixed-window'` only, without `window`): the
+   * day, ISO week (from Monday), month or year in `timeZone`, starting at `anchor`. The reset is
+   * the period's exact end; a DST day is 23 or 25 hours long. See docs/calendar.md.
+   */
+  period?: PeriodName;
+  /** With `period`: the IANA time zone its periods are counted in, e.g. `'America/New_York'`. Default `'UTC'`. */
+  timeZone?: string;
+  /**
+   * With `period`: a local date-time without offset, e.g. `'2026-01-31T09:30'`, setting the time
+   * of day, the weekday (weeks), the day of the month (months, years; the 29th-31st fall on a
+   * shorter month's last day) and the month (years). Default: midnight, Monday, the 1st, January 1st.
+   */
+  anchor?: string;
+  /**
+   * With `period`: usage fractions in (0, 1], e.g. `[0.8, 1]`; the limiter emits a `threshold`
+   * event once per key, rule, threshold and period when usage reaches `fraction × limit`.
+   */
+  thresholds?: readonly number[];
 }
 
 /** A rule's quota leasing (see `RuleOptions.quotaLease`). */
@@ -110,6 +137,10 @@ const RULE_KEYS = new Set([
   'block',
   'counts',
   'quotaLease',
+  'period',
+  'timeZone',
+  'anchor',
+  'thresholds',
 ]);
 const QUOTA_LEASE_KEYS = new Set(['max']);
 /** The largest slice when `quotaLease: true`: 1000 units keeps a hot key near one store call per 1000 checks. */
@@ -120,6 +151,15 @@ const BLOCK_KEYS = new Set(['duration', 'factor', 'max', 'forgetAfter']);
 /** The longest block or forgetAfter: a year and a day keeps every stored end an exact integer. */
 export const MAX_BLOCK_MS = 366 * 86_400_000;
 const DAY_MS = 86_400_000;
+/** Most thresholds a rule takes: a check's crossings travel as a bit mask in one reply integer. */
+const MAX_THRESHOLDS = 20;
+/** A calendar rule's nominal window (the RateLimit-Policy window, the limit × window bound): its longest period. */
+const PERIOD_MS: Readonly<Record<PeriodName, number>> = {
+  day: DAY_MS,
+  week: 7 * DAY_MS,
+  month: 31 * DAY_MS,
+  year: 366 * DAY_MS,
+};
 
 /**
  * Validates one rule or a list of rules.
@@ -168,9 +208,11 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
       `${option}.algorithm: ${describe(algorithmName)} is not one of ${ALGORITHM_NAMES.map((n) => `'${n}'`).join(', ')}`,
     );
   }
-  const algorithm = ALGORITHMS[algorithmName as AlgorithmName];
+  const periods = resolvePeriods(rule, algorithmName as AlgorithmName, option);
+  const algorithm = periods === undefined ? ALGORITHMS[algorithmName as AlgorithmName] : calendarWindow;
   const limit = positiveInteger(rule.limit, `${option}.limit`, algorithm.maxLimit);
-  const windowMs = windowOf(rule, algorithm.name, option);
+  const windowMs = periods === undefined ? windowOf(rule, algorithm.name, option) : PERIOD_MS[periods.period];
+  const thresholds = resolveThresholds(rule.thresholds, `${option}.thresholds`, periods);
   let capacity = limit;
   if (rule.burst !== undefined) {
     if (!algorithm.hasBurst) {
@@ -181,12 +223,18 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
     capacity = positiveInteger(rule.burst, `${option}.burst`, Number.MAX_SAFE_INTEGER);
   }
   const largest = Math.max(limit, capacity);
-  if (largest * windowMs > MAX_UNITS_TIMES_WINDOW) {
+  // A calendar rule only counts (no product of units and time), so a monthly million is fine.
+  if (periods === undefined && largest * windowMs > MAX_UNITS_TIMES_WINDOW) {
     throw new RangeError(
       `${option}: ${capacity > limit ? 'burst' : 'limit'} × window (${largest} × ${windowMs} ms) must be at most 2^51; use a smaller limit or window`,
     );
   }
-  const name = rule.name === undefined ? defaultName(algorithm.name, limit, windowMs) : rule.name;
+  const name =
+    rule.name === undefined
+      ? periods === undefined
+        ? defaultName(algorithm.name, limit, windowMs)
+        : `${algorithm.name}-${limit}-per-${periods.period}`
+      : rule.name;
   if (typeof name !== 'string' || !RULE_NAME.test(name)) {
     throw new RangeError(
       `${option}.name: ${describe(name)} must be 1-64 characters of letters, digits, '_', '.', '-', starting with a letter or digit`,
@@ -199,6 +247,11 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
   if (quotaLease !== undefined && (shadow || block !== undefined)) {
     throw new TypeError(
       `${option}.quotaLease: not allowed with ${shadow ? 'shadow' : 'block'}: slices are admitted locally, where a ${shadow ? 'shadow rule cannot report its would-be denials' : 'block cannot start'}`,
+    );
+  }
+  if (quotaLease !== undefined && periods !== undefined) {
+    throw new TypeError(
+      `${option}.quotaLease: not allowed with period: slices are taken from fixed, sliding and bucket windows only`,
     );
   }
   if (quotaLease !== undefined && counts === 'requests') {
@@ -217,7 +270,91 @@ function resolveRule(input: unknown, option: string, shadowAll: boolean): Resolv
     block,
     counts,
     ...(quotaLease === undefined ? {} : { quotaLease }),
+    ...(periods === undefined ? {} : { periods }),
+    ...(thresholds === undefined
+      ? {}
+      : { thresholds, thresholdUnits: thresholds.map((t) => unitsOf(t, limit)) }),
   };
+}
+
+/** A rule's `period`, `timeZone` and `anchor` as its calendar, or undefined for a rule without `period`. */
+function resolvePeriods(
+  rule: Record<string, unknown>,
+  algorithm: AlgorithmName,
+  option: string,
+): CalendarPeriods | undefined {
+  const { period, timeZone, anchor } = rule;
+  if (period === undefined) {
+    for (const field of ['timeZone', 'anchor'] as const) {
+      if (rule[field] !== undefined) {
+        throw new TypeError(
+          `${option}.${field}: ${describe(rule[field])} is not allowed without period: only a rule counted by calendar period has one`,
+        );
+      }
+    }
+    return undefined;
+  }
+  if (typeof period !== 'string' || !PERIOD_NAMES.includes(period as PeriodName)) {
+    throw new RangeError(
+      `${option}.period: ${describe(period)} is not one of ${PERIOD_NAMES.map((n) => `'${n}'`).join(', ')}`,
+    );
+  }
+  if (algorithm !== 'fixed-window') {
+    throw new TypeError(
+      `${option}.period: ${describe(period)} is not allowed with '${algorithm}': only 'fixed-window' rules count by calendar period`,
+    );
+  }
+  if (rule.window !== undefined) {
+    throw new TypeError(
+      `${option}.window: ${describe(rule.window)} is not allowed with period: the period is the window`,
+    );
+  }
+  const zone = timeZone ?? 'UTC';
+  if (typeof zone !== 'string' || !isTimeZone(zone)) {
+    throw new RangeError(
+      `${option}.timeZone: ${describe(zone)} is not an IANA time zone this platform knows, e.g. 'UTC' or 'America/New_York'`,
+    );
+  }
+  if (anchor !== undefined && typeof anchor !== 'string') {
+    throw new TypeError(`${option}.anchor: ${describe(anchor)} must be a string such as '2026-01-31T09:30'`);
+  }
+  const parsed = anchor === undefined ? NO_ANCHOR : parseAnchor(anchor);
+  if (parsed === undefined) {
+    throw new RangeError(
+      `${option}.anchor: ${describe(anchor)} must be a real local date-time without offset: 'YYYY-MM-DD', optionally 'THH:mm', ':ss', '.sss', e.g. '2026-01-31T09:30'`,
+    );
+  }
+  return createCalendar(period as PeriodName, zone, parsed, anchor);
+}
+
+/** The usage that reaches `fraction` of `limit`: at least 1, rounded past float noise (0.7 × 10 is 7, not 8). */
+function unitsOf(fraction: number, limit: number): number {
+  return Math.max(1, Math.ceil(Math.round(fraction * limit * 1e6) / 1e6));
+}
+
+/** A rule's `thresholds`: distinct fractions in (0, 1], ascending; undefined when none. */
+function resolveThresholds(
+  input: unknown,
+  option: string,
+  periods: CalendarPeriods | undefined,
+): readonly number[] | undefined {
+  if (input === undefined) return undefined;
+  if (periods === undefined) {
+    throw new TypeError(
+      `${option}: ${describe(input)} is not allowed without period: thresholds are announced once per calendar period`,
+    );
+  }
+  if (!Array.isArray(input) || input.length === 0 || input.length > MAX_THRESHOLDS) {
+    throw new TypeError(
+      `${option}: ${describe(input)} must be an array of 1 to ${MAX_THRESHOLDS} fractions in (0, 1], e.g. [0.8, 1]`,
+    );
+  }
+  for (const [index, value] of input.entries()) {
+    if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
+      throw new RangeError(`${option}[${index}]: ${describe(value)} must be a fraction in (0, 1], e.g. 0.8`);
+    }
+  }
+  return [...new Set(input as number[])].sort((a, b) => a - b);
 }
 
 function countsOf(value: unknown, option: string): RuleCounts {

@@ -1,4 +1,5 @@
 /** The registry of algorithms, by public name and by Lua dispatch code. */
+import { calendarWindow } from './calendar-window.js';
 import { concurrency } from './concurrency.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
@@ -21,6 +22,14 @@ export const ALGORITHMS: Readonly<Record<AlgorithmName, AnyAlgorithm>> = {
 
 export const ALGORITHM_NAMES = Object.keys(ALGORITHMS) as AlgorithmName[];
 
+/** Every algorithm a store runs: the public ones, and fixed-window by calendar period (a rule's `period`). */
+export const ALL_ALGORITHMS: readonly AnyAlgorithm[] = [
+  ...ALGORITHM_NAMES.map((name) => ALGORITHMS[name]),
+  calendarWindow,
+];
+
+export { calendarWindow };
+
 /** The algorithms that limit a rate (every one but those holding slots, such as concurrency). */
 export const RATE_ALGORITHM_NAMES = ALGORITHM_NAMES.filter((name) => ALGORITHMS[name].slots === undefined);
 
@@ -29,6 +38,7 @@ export type {
   AlgorithmName,
   AlgorithmParams,
   Evaluation,
+  Periods,
   Settlement,
   SettleResult,
   SlotChange,

@@ -21,6 +21,16 @@ export interface AlgorithmParams {
   readonly windowMs: number;
   /** Most units that can be available at once: `burst` for token-bucket and gcra, else `limit`. */
   readonly capacity: number;
+  /** A calendar rule's periods (see calendar-window.ts); absent for every other rule. */
+  readonly periods?: Periods;
+  /** A calendar rule's thresholds in units (usage that reaches one crosses it), ascending; absent when none. */
+  readonly thresholdUnits?: readonly number[];
+}
+
+/** Calendar periods (src/calendar/ makes them): the one that contains an instant. */
+export interface Periods {
+  /** The period containing `now` (epoch ms), as [start, end). */
+  at(now: number): { readonly start: number; readonly end: number };
 }
 
 /**
@@ -49,6 +59,11 @@ export class Evaluation {
   declare readonly token: number;
   /** Denied because the rule's block holds the key (see block.ts); false for every other outcome. */
   declare readonly blocked: boolean;
+  /**
+   * A calendar rule's thresholds this check crosses if it is consumed (see calendar-window.ts),
+   * as a bit mask over the rule's thresholds in ascending order; 0 for every other outcome.
+   */
+  declare readonly crossed: number;
 
   constructor(
     allowed: boolean,
@@ -58,6 +73,7 @@ export class Evaluation {
     resetAfterMs: number,
     token: number,
     blocked = false,
+    crossed = 0,
   ) {
     this.allowed = allowed;
     this.remaining = remaining;
@@ -66,6 +82,7 @@ export class Evaluation {
     this.resetAfterMs = resetAfterMs;
     this.token = token;
     this.blocked = blocked;
+    this.crossed = crossed;
   }
 }
 

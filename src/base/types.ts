@@ -3,7 +3,7 @@
  * a rule: kept here so that each may import them without importing the others.
  */
 import type { BlockParams } from '../algorithms/block.js';
-import type { AnyAlgorithm } from '../algorithms/index.js';
+import type { AnyAlgorithm, Periods } from '../algorithms/index.js';
 
 /** A validated rule. `limit`, `windowMs` and `capacity` are what the algorithms compute with. */
 export interface ResolvedRule {
@@ -22,6 +22,20 @@ export interface ResolvedRule {
   readonly counts: 'requests' | 'cost';
   /** Quota leasing (see core/leases.ts), or absent when the rule has none. */
   readonly quotaLease?: QuotaLeaseParams;
+  /** A rule counted by calendar period (see RuleOptions.period): its periods; absent otherwise. */
+  readonly periods?: CalendarPeriods;
+  /** The usage fractions announced by `threshold` events, ascending; absent when none. */
+  readonly thresholds?: readonly number[];
+  /** The same in units (the usage that reaches each): what the algorithm compares. */
+  readonly thresholdUnits?: readonly number[];
+}
+
+/** A calendar rule's periods, and the options that made them (for inspect and messages). */
+export interface CalendarPeriods extends Periods {
+  readonly period: 'day' | 'week' | 'month' | 'year';
+  readonly timeZone: string;
+  /** As the rule gave it, or undefined for the calendar's own start. */
+  readonly anchor: string | undefined;
 }
 
 /** What a check of `cost` takes from `rule`: 1 for a rule that counts requests, else `cost`. */

@@ -3,7 +3,7 @@
  * without consuming anything, and its Redis keys with their TTLs.
  */
 import type { OverrideSpec } from '../index.js';
-import { BLOCK_SUFFIX, decodeOverride, keyHead, overrideKey } from '../internal.js';
+import { BLOCK_SUFFIX, decodeOverride, formatLocal, keyHead, overrideKey } from '../internal.js';
 import { EXIT_OK, RuntimeFailure } from './args.js';
 import { STORE_FLAGS_HELP } from './config/load.js';
 import type { GatewayConfig } from './config/schema.js';
@@ -59,6 +59,20 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
           blockedForMs = ttl - block.forgetMs;
         }
       }
+      // A calendar rule's period now, in its own time zone (on this machine's clock).
+      const { periods } = known.resolved;
+      const span = periods?.at(Date.now());
+      const period =
+        periods === undefined || span === undefined
+          ? null
+          : {
+              period: periods.period,
+              timeZone: periods.timeZone,
+              start: formatLocal(periods.timeZone, span.start),
+              end: formatLocal(periods.timeZone, span.end),
+              startMs: span.start,
+              endMs: span.end,
+            };
       // The table's limit: as serve --check lists the rule, with the slice size the limiter resolved.
       terms.push(ruleTerms({ ...known.options, quotaLease: known.resolved.quotaLease } as RuleFields));
       rows.push({
@@ -77,6 +91,7 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
         resetMs: decision.resetMs,
         retryAfterMs: Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : null,
         blockedForMs,
+        period,
         redisKeys: keys,
       });
     }
@@ -127,8 +142,16 @@ export async function inspectCommand(argv: readonly string[]): Promise<number> {
           : `${override.override === undefined ? `unreadable (${override.value})` : describeOverride(override.override)}${override.expiresInMs === null ? '' : `, expires in ${seconds(override.expiresInMs)}`} (the rules above already apply it)`
       }`,
       '',
-      'Redis keys:',
     );
+    for (const row of rows) {
+      if (row.period !== null) {
+        lines.push(
+          `Period of ${row.rule}: ${row.period.period} in ${row.period.timeZone}, ${row.period.start} to ${row.period.end}`,
+        );
+      }
+    }
+    if (rows.some((row) => row.period !== null)) lines.push('');
+    lines.push('Redis keys:');
     for (const row of rows) {
       for (const redisKey of row.redisKeys) {
         lines.push(

@@ -6,7 +6,7 @@
  */
 
 import { answerLocally } from '../base/local-answers.js';
-import type { CheckOptions, Degraded, ResolvedRule } from '../base/types.js';
+import { type CheckOptions, type Degraded, type ResolvedRule, ruleCost } from '../base/types.js';
 import { checkOptions } from '../options.js';
 import type { StoreCaller } from '../resilience/store-caller.js';
 import { positiveInteger } from '../rules.js';
@@ -18,6 +18,7 @@ import { type Leases, RETRY, TAKE } from './leases.js';
 import { blockedDecision, type KnownOverride, learnOverride, type OverrideCache } from './overrides.js';
 import { type Plans, type RuleSet, storedRulesWith } from './plans.js';
 import type { Ticket, Tickets } from './settle.js';
+import { announceCrossings, type ThresholdEvent } from './thresholds.js';
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as Promise<T>)?.then === 'function';
@@ -42,6 +43,8 @@ export interface CheckContext {
   readonly leases: Leases | undefined;
   /** Told of every check's decision, once (`cached`: the deny cache answered it); peeks are not told. */
   readonly decided: ((key: string, decision: Decision, cached: boolean) => void) | undefined;
+  /** Told of each threshold a consumed check crossed (see thresholds.ts). */
+  readonly crossed: (event: ThresholdEvent) => void;
 }
 
 export interface Checks {
@@ -87,6 +90,7 @@ export function createChecks(context: CheckContext): Checks {
     fallbackStore,
     leases,
     decided,
+    crossed,
   } = context;
   const local = store.inProcess;
   const cachedHead = createHeadCache(prefix, local?.maxKeys);
@@ -105,6 +109,7 @@ export function createChecks(context: CheckContext): Checks {
     const decision = decide(rules, outcomes, cost, degraded, set.plan, consume);
     if (consume && decided !== undefined) decided(key, decision, false);
     if (consume && decision.allowed) {
+      if (set.thresholds) announceCrossings(key, rules, outcomes, (rule) => ruleCost(rule, cost), crossed);
       const where = degraded === false ? 'store' : fallbackStore ? 'fallback' : undefined;
       // A shadow rule that would have denied consumed nothing: its settle has nothing to adjust.
       const kept =

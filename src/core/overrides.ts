@@ -134,12 +134,15 @@ export function encodeOverride(override: unknown, plans?: readonly string[]): st
 }
 
 function ruleOptionsOf(rule: ResolvedRule): RuleOptions {
-  const options: RuleOptions = {
-    name: rule.name,
-    algorithm: rule.algorithm.name,
-    limit: rule.limit,
-    window: rule.windowMs,
-  };
+  const { periods } = rule;
+  const options: RuleOptions = { name: rule.name, algorithm: rule.algorithm.name, limit: rule.limit };
+  if (periods === undefined) options.window = rule.windowMs;
+  else {
+    options.period = periods.period;
+    options.timeZone = periods.timeZone;
+    if (periods.anchor !== undefined) options.anchor = periods.anchor;
+  }
+  if (rule.thresholds !== undefined) options.thresholds = rule.thresholds;
   if (rule.capacity !== rule.limit) options.burst = rule.capacity;
   if (rule.counts === 'requests') options.counts = 'requests';
   return options;

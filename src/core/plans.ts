@@ -24,6 +24,8 @@ export interface RuleSet {
   readonly holdsSlots: boolean;
   /** Whether its rules lease quota (`quotaLease`): decided here once, so a check tests one flag. */
   readonly leased: boolean;
+  /** Whether some rule has `thresholds`: only then does a consumed check look for crossings. */
+  readonly thresholds: boolean;
 }
 
 export interface Plans {
@@ -64,6 +66,7 @@ export function ruleSet(rules: readonly ResolvedRule[], plan: string | undefined
     countsCost: costRules.length > 0,
     holdsSlots: rules.some((rule) => rule.algorithm.slots !== undefined),
     leased: leasing > 0,
+    thresholds: rules.some((rule) => rule.thresholds !== undefined),
   };
 }
 

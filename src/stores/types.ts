@@ -32,6 +32,8 @@ export interface RuleOutcome {
   readonly token: number;
   /** True when denied because the rule's block holds the key (see algorithms/block.ts). */
   readonly blocked?: boolean;
+  /** A calendar rule's thresholds this check crosses if consumed, as a bit mask (see Evaluation.crossed). */
+  readonly crossed?: number;
 }
 
 /** A store's answer to `evaluate` when it evaluated the rules. */
@@ -140,6 +142,12 @@ export interface FleetSketches {
 }
 
 /** A risk found in a store's own configuration at run time (see the limiter's `warning` event). */
+/** What a limiter's rules need of a store, for `inspect`. */
+export interface InspectNeeds {
+  /** Some rule counts by calendar period (a day or longer), whose counts must survive restarts and memory pressure. */
+  readonly calendar?: boolean;
+}
+
 export interface StoreWarning {
   /** What was found, e.g. `'maxmemory-policy'`. */
   readonly code: string;
@@ -246,10 +254,10 @@ export interface Store {
   ): Promise<Leased | OverrideChanged>;
   /**
    * Risks in the store's configuration, looked up once (later calls share the answer), e.g. a
-   * Redis `maxmemory-policy` that may evict overrides. Resolves empty when it cannot tell; never
-   * rejects. Optional.
+   * Redis `maxmemory-policy` that may evict overrides; with `needs`, also the risks to what the
+   * rules need (quotas kept for days). Resolves empty when it cannot tell; never rejects. Optional.
    */
-  inspect?(): Promise<readonly StoreWarning[]>;
+  inspect?(needs?: InspectNeeds): Promise<readonly StoreWarning[]>;
   /**
    * The scheduler's shared queues on this store (see queue-types.ts): a new participant per call.
    * Stores without it cannot back a scheduler.

@@ -5,6 +5,7 @@
 import { expect, it } from 'vitest';
 import { createLimiter, type Decision, type Store } from '../../src/index.js';
 import { ABUSE_CASES } from './abuse-cases.js';
+import { CALENDAR_CASES } from './calendar-cases.js';
 import { COUNTS_CASES } from './counts-cases.js';
 import { BASE_TIME, SPEC_CASES } from './spec-cases.js';
 import { TENANT_CASES } from './tenant-cases.js';
@@ -17,9 +18,11 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
     ...TENANT_CASES,
     ...ABUSE_CASES,
     ...COUNTS_CASES,
+    ...CALENDAR_CASES,
   ].entries()) {
     it(specCase.name, async () => {
-      let now = BASE_TIME;
+      const base = specCase.base ?? BASE_TIME;
+      let now = base;
       // The deny cache answers repeated denials locally with the binding rule's numbers only; the
       // table pins every rule's exact view, so it runs against the store alone. The deadline is
       // generous: a loaded machine must not turn a slow answer into a fail-open decision here.
@@ -36,7 +39,7 @@ export function runSpecification(makeStore: StoreWithClock, keyPrefix: string): 
       const key = `case-${index}`;
       const decisions: Decision[] = [];
       for (const [stepIndex, step] of specCase.steps.entries()) {
-        now = BASE_TIME + step.at;
+        now = base + step.at;
         if (step.op === 'reset') {
           await limiter.reset(key);
           continue;

@@ -42,6 +42,8 @@ export interface Step {
 
 export interface SpecCase {
   name: string;
+  /** The instant step times count from (default BASE_TIME). */
+  base?: number;
   rules?: RuleOptions | RuleOptions[];
   plans?: Record<string, RuleOptions | RuleOptions[]>;
   defaultPlan?: string;

@@ -11,7 +11,7 @@ import { ALGORITHMS } from '../../src/algorithms/index.js';
 import { encodeKey, keyHead } from '../../src/base/key-encoding.js';
 import { createLimiter, type RuleOptions, redisStore } from '../../src/index.js';
 import { MAX_RULES } from '../../src/rules.js';
-import { readMemoryPolicies } from '../../src/stores/redis/memory-policy.js';
+import { readServerConfig } from '../../src/stores/redis/memory-policy.js';
 import { scriptFor } from '../../src/stores/redis/script.js';
 import { runSpecification } from '../algorithms/run-spec.js';
 import {
@@ -215,7 +215,7 @@ describe('rule sets at the bound a limiter accepts', () => {
 describe('maxmemory-policy', () => {
   it('is read from every master, and one allkeys-* master is warned about, through every client', async () => {
     for (const client of [clients.ioredis, clients.nodeRedis, clients.valkey]) {
-      expect(await readMemoryPolicies(client)).toEqual(masters.map(() => 'noeviction'));
+      expect((await readServerConfig(client)).policies).toEqual(masters.map(() => 'noeviction'));
     }
     await nodeCommand(masters[1] as number, 'CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
     try {

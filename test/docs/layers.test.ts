@@ -26,6 +26,7 @@ const LEAVES = [
 const PARTS: { name: string; holds: (path: string) => boolean }[] = [
   { name: 'leaf', holds: (path) => LEAVES.includes(path) },
   { name: 'algorithms/', holds: (path) => path.startsWith('algorithms/') },
+  { name: 'calendar/', holds: (path) => path.startsWith('calendar/') },
   { name: 'base/', holds: (path) => path.startsWith('base/') },
   { name: 'rules.ts', holds: (path) => path === 'rules.ts' },
   { name: 'stores/types.ts', holds: (path) => path === 'stores/types.ts' },
@@ -48,7 +49,7 @@ const PARTS: { name: string; holds: (path: string) => boolean }[] = [
 /** What a part may import: parts, single files, or parts whose types only (`types:`). */
 type Allowed = string | { types: string };
 
-const LOW = ['leaf', 'algorithms/', 'base/'];
+const LOW = ['leaf', 'algorithms/', 'calendar/', 'base/'];
 const STORE = [...LOW, 'stores/types.ts', 'stores/queue-types.ts'];
 const BELOW_LIMITER = [
   ...STORE,
@@ -65,6 +66,7 @@ const BELOW_ENTRIES = [...BELOW_LIMITER, 'limiter.ts', 'http/', 'scheduler/', 'a
 const MAY_IMPORT: Record<string, Allowed[]> = {
   leaf: [],
   'algorithms/': [],
+  'calendar/': [],
   'base/': ['leaf', 'algorithms/'],
   'rules.ts': LOW,
   'stores/types.ts': ['base/', 'stores/queue-types.ts'],

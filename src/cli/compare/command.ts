@@ -17,6 +17,7 @@ import {
 import { createProgress } from '../progress.js';
 import { connectRedis, redisTargetFrom } from '../redis.js';
 import { compareAdaptive } from './adaptive-command.js';
+import { calendarDemoText, runCalendarDemo } from './calendar-demo.js';
 import { htmlPage, renderHtml, renderSvg } from './chart.js';
 import { UPSTREAM_DIALECTS, type UpstreamDialect } from './hidden-limit.js';
 import { type LeaseBackend, leaseText, memoryBackend, redisBackend, runLeaseComparison } from './lease.js';
@@ -57,6 +58,9 @@ Options:
                       twice too loose, and with the same reading the upstream's headers; prints
                       served calls, upstream 429s and the budget used (--chart: queue depth,
                       grants and 429s over time)
+  --calendar          instead: a calendar rule (period: day in America/New_York, month anchored on
+                      the 31st) beside a fixed window of 1d or 30d, on the same checks across a DST
+                      change and a month end, with the exact time each quota comes back
   --adaptive          instead: a simulated lab of the adaptive concurrency limit (an upstream
                       that slows past its capacity, offered 3× it; floodgate compare --adaptive
                       --help lists its options)
@@ -86,6 +90,7 @@ const OPTIONS = {
   lease: { type: 'boolean' },
   processes: { type: 'string' },
   schedule: { type: 'boolean' },
+  calendar: { type: 'boolean' },
   workers: { type: 'string' },
   tokens: { type: 'string' },
   dialect: { type: 'string' },
@@ -109,6 +114,7 @@ export function parseCompareSettings(argv: readonly string[]): {
   progress: boolean;
   lease?: { processes: number };
   schedule?: ScheduleLabSettings;
+  calendar: boolean;
 } {
   const parsed = parseCommandArgs('compare', argv, OPTIONS, 0);
   const limitText = stringOption(parsed, 'limit');
@@ -159,6 +165,12 @@ export function parseCompareSettings(argv: readonly string[]): {
   const processesText = stringOption(parsed, 'processes');
   const schedule = parsed.values.schedule === true;
   if (schedule && lease) throw new UsageError('--schedule: not with --lease; run one lab at a time');
+  const calendar = parsed.values.calendar === true;
+  if (calendar && (lease || schedule || redis !== undefined || chart !== undefined)) {
+    throw new UsageError(
+      '--calendar: a demo of its own, on an in-process store; not with --lease, --schedule, --redis or --chart',
+    );
+  }
   if (schedule && redis !== undefined) {
     throw new UsageError('--schedule: its processes share one in-process store; drop --redis');
   }
@@ -185,6 +197,7 @@ export function parseCompareSettings(argv: readonly string[]): {
     ...(chart !== undefined ? { chart } : {}),
     ...(redis !== undefined ? { redis } : {}),
     progress: parsed.values.progress === true,
+    calendar,
     ...(lease
       ? {
           lease: {
@@ -301,6 +314,11 @@ export async function compareCommand(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (options.lease !== undefined) return compareLeases(options);
+  if (options.calendar) {
+    const rows = await runCalendarDemo();
+    process.stdout.write(options.json ? `${JSON.stringify({ calendar: rows })}\n` : calendarDemoText(rows));
+    return 0;
+  }
   if (options.schedule !== undefined) return compareSchedules(options.schedule, options);
   const progress = createProgress(process.stderr, options.progress);
   const connection =

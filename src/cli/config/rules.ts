@@ -1,6 +1,6 @@
 /**
  * Rules in the config file: `'120/1m'` strings or `{ name?, algorithm?, limit, window?, burst?,
- * block?, shadow?, counts?, quotaLease? }` objects, checked in context by the core's own rule
+ * block?, shadow?, counts?, quotaLease?, period?, timeZone?, anchor?, thresholds? }` objects, checked in context by the core's own rule
  * validation so messages name the field.
  */
 import type { AlgorithmName, RuleOptions } from '../../index.js';
@@ -78,12 +78,19 @@ function parseRule(
     'shadow',
     'counts',
     'quotaLease',
+    'period',
+    'timeZone',
+    'anchor',
+    'thresholds',
   ]);
   const algorithm =
     fields.algorithm === undefined
-      ? defaultAlgorithm
+      ? fields.period === undefined
+        ? defaultAlgorithm
+        : 'fixed-window'
       : oneOf(fields.algorithm, `${path}.algorithm`, ALGORITHM_NAMES);
   if (algorithm === 'concurrency') return slotRule(fields, path, namePrefix);
+  if (fields.period !== undefined) return periodRule(fields, algorithm, path, namePrefix);
   let limit = fields.limit;
   let window = fields.window;
   if (typeof limit === 'string') {
@@ -118,6 +125,39 @@ function parseRule(
     rule.name = `${namePrefix}.${algorithm}-${limit}-per-${formatDuration(windowMs)}`.slice(0, 64);
   }
   // Validated in context (with its siblings) by resolveRules in parseRuleList.
+  return rule as unknown as RuleOptions;
+}
+
+/**
+ * A rule counted by calendar period: `{ limit: 1000000, period: month, timeZone?, anchor?,
+ * thresholds? }` (fixed-window, its default algorithm here); the core refuses what does not fit
+ * (another algorithm, a window, an unknown zone) naming the field.
+ */
+function periodRule(fields: Fields, algorithm: AlgorithmName, path: string, namePrefix: string): RuleOptions {
+  if (typeof fields.limit !== 'number') {
+    fail(
+      `${path}.limit`,
+      `${describe(fields.limit)} must be a number of units per period, e.g. limit: 1000000`,
+    );
+  }
+  const rule: Record<string, unknown> = { algorithm, limit: fields.limit };
+  for (const field of [
+    'window',
+    'burst',
+    'block',
+    'shadow',
+    'quotaLease',
+    'period',
+    'timeZone',
+    'anchor',
+    'thresholds',
+  ]) {
+    if (fields[field] !== undefined) rule[field] = fields[field];
+  }
+  countsOf(fields, path, rule);
+  if (fields.name !== undefined) rule.name = stringAt(fields.name, `${path}.name`, NAME, NAME_HINT);
+  else if (namePrefix !== '')
+    rule.name = `${namePrefix}.${algorithm}-${fields.limit}-per-${String(fields.period)}`.slice(0, 64);
   return rule as unknown as RuleOptions;
 }
 

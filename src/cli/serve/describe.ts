@@ -31,6 +31,10 @@ export interface RuleFields {
   quotaLease?: boolean | { max?: number };
   block?: unknown;
   shadow?: boolean;
+  period?: string;
+  timeZone?: string;
+  anchor?: string;
+  thresholds?: readonly number[];
 }
 
 /** `name: algorithm` and the rule's terms (see ruleTerms). */
@@ -46,8 +50,11 @@ export function ruleTerms(rule: RuleFields): string {
   const size =
     rule.algorithm === 'concurrency'
       ? `${rule.limit}${rule.lease === undefined ? '' : ` lease ${durationText(rule.lease)}`}`
-      : `${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}`;
+      : rule.period !== undefined
+        ? `${rule.limit}/${rule.period} ${rule.timeZone ?? 'UTC'}${rule.anchor === undefined ? '' : ` from ${rule.anchor}`}`
+        : `${rule.limit}/${durationText(rule.window)}${rule.burst ? ` burst ${rule.burst}` : ''}`;
   const terms = [size];
+  if (rule.thresholds !== undefined) terms.push(`thresholds ${rule.thresholds.join(',')}`);
   // Cost is the default unit; a rule that counts requests says so (a route's cost takes 1 there).
   if (rule.counts === 'requests') terms.push('counts requests');
   if (rule.quotaLease) {

@@ -202,6 +202,10 @@ export function gatewayMetrics(registry: Registry = createRegistry()) {
       "Concurrency slots held by this gateway's requests in flight, by rule.",
     ),
     reloads: registry.counter('floodgate_config_reloads_total', 'Configuration reloads (SIGHUP), by result.'),
+    thresholds: registry.counter(
+      'floodgate_thresholds_total',
+      "Calendar rules' thresholds reached (once per key, rule, threshold and period across the gateways on a store), by rule and threshold.",
+    ),
   };
 }
 

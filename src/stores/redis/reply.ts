@@ -1,7 +1,7 @@
 /**
  * The Lua script's reply to one check, decoded: the only place that knows its wire format.
  * Per rule, WIRE_FIELDS integers (allowed: 1, or 0 denied, 2 denied while the rule's block holds
- * the key; remaining, resetMs, retryAfterMs, resetAfterMs, token), then the override's remaining milliseconds (-1: no expiry) when the check named one;
+ * the key, 1 + 4 × m allowed and crossing the calendar thresholds of bit mask m; remaining, resetMs, retryAfterMs, resetAfterMs, token), then the override's remaining milliseconds (-1: no expiry) when the check named one;
  * or `['override', current]` when the key's override differs from the one the check named.
  */
 import { Evaluation } from '../../algorithms/types.js';
@@ -62,14 +62,16 @@ function decodeOutcomes(
   const outcomes: RuleOutcome[] = new Array(ruleCount);
   for (let i = 0; i < ruleCount; i++) {
     const at = from + i * WIRE_FIELDS;
+    const allowed = reply[at] as number;
     outcomes[i] = new Evaluation(
-      reply[at] === 1,
+      allowed % 4 === 1,
       reply[at + 1] as number,
       reply[at + 2] as number,
       reply[at + 3] as number,
       reply[at + 4] as number,
       reply[at + 5] as number,
-      reply[at] === 2,
+      allowed === 2,
+      allowed > 1 ? (allowed - 1) / 4 : 0,
     );
   }
   if (!withTtl) return { outcomes };
@@ -89,6 +91,6 @@ export function deniedOrOverrideAt(reply: readonly unknown[], at: number): boole
   const count = reply[at] as number;
   if (count === -1) return true;
   for (let field = at + 1; field + WIRE_FIELDS <= at + 1 + count; field += WIRE_FIELDS)
-    if (reply[field] !== 1) return true;
+    if ((reply[field] as number) % 4 !== 1) return true;
   return false;
 }

@@ -11,7 +11,8 @@
  *       sets (per rule
  *       "code,limit,windowMs,capacity,shadow,blockMs,factor,maxMs,forgetMs,requests": shadow 1
  *       for a rule that never denies, the block fields 0 for a rule without blocks, requests 1
- *       for a rule that takes 1 per check whatever its cost; joined by ';'), then per check one
+ *       for a rule that takes 1 per check whatever its cost; windowMs, for a calendar rule, the
+ *       starts of its periods around the caller's clock "p0/p1/p2/p3"; joined by ';'), then per check one
  *       argument "mode:cost:set:seen" (mode 'c' check or 'p' peek, set the rule set's number,
  *       seen the override the caller knows: '' for none, '*' to skip the comparison), whatever
  *       its rules.
@@ -19,7 +20,8 @@
  *       nested array per check would cost it per check), per check in order:
  *       -1 then the key's current override ('' for none) when it is not `seen` (nothing was
  *       evaluated); otherwise a count, then that many integers: per rule allowed (1; 0 denied,
- *       2 denied while the rule's block holds the key), remaining, resetMs, retryAfterMs (-1:
+ *       2 denied while the rule's block holds the key; 1 + 4 × m allowed, crossing the thresholds
+ *       of bit mask m if committed), remaining, resetMs, retryAfterMs (-1:
  *       never), resetAfterMs, token; then, when `seen` is an override, its remaining ms (-1: no
  *       expiry).
  *   A lone check or peek: as a batch of one, in one argument instead of six (each argument costs
@@ -28,7 +30,7 @@
  *       a mode), then now only when it is not the server's TIME. Reply as for 'b'.
  * Modes on one user key (every key shares its hash tag, so one slot):
  *   's' settle: KEYS as for a check. ARGV: mode, reserved cost, now, actual cost, rule count,
- *       then per rule: code, limit, windowMs, capacity, the token its check returned, requests (1: the
+ *       then per rule: code, limit, windowMs (as in 'b'), capacity, the token its check returned, requests (1: the
  *       rule took 1, so a settle leaves it alone and its slots are 1; 2: as 1, and the request is
  *       refunded, so the rule gives its 1 back).
  *   'f' release and 'n' renew a request's concurrency slots: as 's' (the actual cost unused);
@@ -54,7 +56,7 @@
  */
 import { createHash } from 'node:crypto';
 import { BLOCK_LUA } from '../../algorithms/block.js';
-import { ALGORITHM_NAMES, ALGORITHMS } from '../../algorithms/index.js';
+import { ALL_ALGORITHMS } from '../../algorithms/index.js';
 
 /**
  * The script for a set of algorithms: the shared driver plus only those algorithms' evaluators
@@ -62,9 +64,7 @@ import { ALGORITHM_NAMES, ALGORITHMS } from '../../algorithms/index.js';
  * algorithm should not pay for defining the other four.
  */
 function buildScript(codes: readonly number[]): string {
-  const chosen = ALGORITHM_NAMES.map((name) => ALGORITHMS[name]).filter((algorithm) =>
-    codes.includes(algorithm.code),
-  );
+  const chosen = ALL_ALGORITHMS.filter((algorithm) => codes.includes(algorithm.code));
   const algorithms = chosen.map((algorithm) => algorithm.lua.trim()).join('\n\n');
   const keyCounts = chosen
     .map((algorithm) => `[${algorithm.code}] = ${algorithm.keySuffixes.length}`)
@@ -221,6 +221,9 @@ end
 local OUT, OUT_COUNT, OUT_CLEAN, OUT_MAX = {}, 0, true, 4096
 
 local NEVER = -1
+-- Set by an evaluator whose rule's commit would cross thresholds (a bit mask, see
+-- algorithms/calendar-window.ts); the driver replies it as allowed = 1 + 4 * mask and clears it.
+local CROSSED
 local EVALUATORS, SETTLERS, RELEASERS, RENEWERS = {}, {}, {}, {}
 local COMMIT_FN, COMMIT_K, COMMIT_X, COMMIT_Y, COMMIT_Z, COMMIT_W, COMMIT_UNITS = {}, {}, {}, {}, {}, {}, {}
 local KEY_COUNTS = { __KEY_COUNTS__ }
@@ -234,15 +237,25 @@ __ALGORITHMS__
 
 __BLOCK__
 
+-- A rule's window as sent: milliseconds, or a calendar rule's period starts "p0/p1/p2/p3" (see
+-- algorithms/calendar-window.ts) as a table.
+local function windowOf(text)
+  local ms = tonumber(text)
+  if ms then return ms end
+  local starts = {}
+  for start in gmatch(text, '%d+') do starts[#starts + 1] = tonumber(start) end
+  return starts
+end
+
 -- A rule set's text, parsed: { rule, ..., keys = its rules' key count, blocks = its block count }.
 local function ruleSetOf(text)
   local set = PARSED[text]
   if not set then
     set = { keys = 0, blocks = 0 }
     for code, limit, window, capacity, shadow, block, factor, most, forget, requests in
-      gmatch(text, '(%d+),(%d+),(%d+),(%d+),(%d),(%d+),([%d.]+),(%d+),(%d+),(%d)') do
+      gmatch(text, '(%d+),(%d+),([%d/]+),(%d+),(%d),(%d+),([%d.]+),(%d+),(%d+),(%d)') do
       code, block = tonumber(code), tonumber(block)
-      set[#set + 1] = { code, tonumber(limit), tonumber(window), tonumber(capacity), shadow == '1',
+      set[#set + 1] = { code, tonumber(limit), windowOf(window), tonumber(capacity), shadow == '1',
         block, tonumber(factor), tonumber(most), tonumber(forget), requests == '1' }
       set.keys = set.keys + KEY_COUNTS[code]
       if block > 0 then set.blocks = set.blocks + 1 end
@@ -311,6 +324,10 @@ local function checkOne(out, n, k, rules, mode, cost, seen)
     end
     -- 2: denied because the rule's block holds the key, which a peek reports too.
     out[n + 1] = allowed and 1 or held and 2 or 0
+    if CROSSED then
+      if allowed then out[n + 1] = 1 + 4 * CROSSED end
+      CROSSED = nil
+    end
     out[n + 2] = remaining
     out[n + 3] = reset
     out[n + 4] = retry
@@ -371,6 +388,10 @@ local function checkDirect(rule, mode, cost, seen)
   if allowed and mode == 'c' then commit(2, units, x, y, z, w) end
   local out = DIRECT_OUT
   out[2], out[3], out[4], out[5], out[6], out[7] = allowed and 1 or 0, remaining, reset, retry, resetAfter, token
+  if CROSSED then
+    if allowed then out[2] = 1 + 4 * CROSSED end
+    CROSSED = nil
+  end
   return out
 end
 
@@ -495,7 +516,7 @@ local function run(keys, args)
     local k, a, touched = 2, 6, 0
     for i = 1, tonumber(ARGV[5]) do
       local code = tonumber(ARGV[a])
-      local L, W, B, token = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+      local L, W, B, token = tonumber(ARGV[a + 1]), windowOf(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
       -- A rule counting requests took 1 whatever the cost: a settle leaves it alone, a refund
       -- ('2') gives the 1 back.
       local flag = ARGV[a + 5]
@@ -586,7 +607,7 @@ export function scriptFor(codes: readonly number[]): Script {
 }
 
 /** The script with every algorithm (what SHA pins and whole-cluster preloads refer to). */
-export const CHECK_SCRIPT = scriptFor(ALGORITHM_NAMES.map((name) => ALGORITHMS[name].code)).text;
-export const CHECK_SCRIPT_SHA = scriptFor(ALGORITHM_NAMES.map((name) => ALGORITHMS[name].code)).sha;
+export const CHECK_SCRIPT = scriptFor(ALL_ALGORITHMS.map((algorithm) => algorithm.code)).text;
+export const CHECK_SCRIPT_SHA = scriptFor(ALL_ALGORITHMS.map((algorithm) => algorithm.code)).sha;
 /** The script without algorithms, for operations that evaluate no rule (reset, overrides). */
 export const BASE_SCRIPT = scriptFor([]);

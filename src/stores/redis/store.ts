@@ -6,12 +6,17 @@
 import type { ResolvedRule } from '../../base/types.js';
 import { describe } from '../../describe.js';
 import { checkOptions } from '../../options.js';
-import type { EvaluateReceiver, Store, StoreWarning } from '../types.js';
+import type { EvaluateReceiver, Store } from '../types.js';
 import { createBatcher, MAX_BATCH_KEYS } from './batch.js';
 import { createScriptCalls } from './calls.js';
 import { type RedisClientLike, type ScriptRunner, toScriptRunner } from './client.js';
 import { redisLease } from './lease.js';
-import { memoryPolicyWarnings, readMemoryPolicies } from './memory-policy.js';
+import {
+  memoryPolicyWarnings,
+  quotaDurabilityWarnings,
+  readServerConfig,
+  type ServerConfig,
+} from './memory-policy.js';
 import { redisOverrides } from './overrides.js';
 import { redisQueues } from './queue.js';
 import { readinessOf } from './ready.js';
@@ -86,6 +91,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   const readiness = readinessOf(options.client);
   const { run, send, runReadOnly } = createScriptCalls(runner, readiness, functions);
   const now = (): string => (clock === undefined ? '-1' : String(clock()));
+  /** The caller's clock, around which calendar rules' periods are sent (the script picks the server's). */
+  const callerNow = (): number => (clock === undefined ? Date.now() : clock());
 
   /** A call about an admitted request ('s' settle, 'f' release, 'n' renew), given its rules' tokens. */
   function afterCheck(
@@ -97,7 +104,8 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     tokens: readonly number[],
     refund = false,
   ): Promise<unknown> {
-    const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number, refund));
+    const at = callerNow();
+    const perRule = rules.flatMap((rule, i) => settleArgs(rule, tokens[i] as number, at, refund));
     const args = [mode, String(reserved), now(), String(actual), String(rules.length), ...perRule];
     const described = describeRules(rules);
     return run(described.script, ruleKeys(head, described), args);
@@ -120,7 +128,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
       script: described.script,
       now: now(),
       keys: ruleKeys(head, described),
-      ruleSet: described.ruleSet,
+      ruleSet: described.ruleSetAt === undefined ? described.ruleSet : described.ruleSetAt(callerNow()),
       mode: consume ? 'c' : 'p',
       cost,
       seen: overrideSeen ?? '*',
@@ -129,7 +137,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     });
   }
   // Read once, when first asked (a limiter asks as it is created): see memory-policy.ts.
-  let inspected: Promise<readonly StoreWarning[]> | undefined;
+  let inspected: Promise<ServerConfig> | undefined;
 
   return {
     kind: 'redis',
@@ -151,16 +159,16 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     async slots(head, rules, cost, tokens, action) {
       return Number(await afterCheck(action === 'release' ? 'f' : 'n', head, rules, cost, 0, tokens));
     },
-    inspect() {
+    inspect(needs) {
       // Once connected (a limiter is often created before its client is), never forcing a lazy client to connect.
-      inspected ??= readiness
-        .whenConnected()
-        .then(
-          () => readMemoryPolicies(options.client),
-          () => [],
-        )
-        .then(memoryPolicyWarnings);
-      return inspected;
+      inspected ??= readiness.whenConnected().then(
+        () => readServerConfig(options.client),
+        () => ({ policies: [], persists: [] }),
+      );
+      return inspected.then((config) => [
+        ...memoryPolicyWarnings(config),
+        ...(needs?.calendar === true ? quotaDurabilityWarnings(config) : []),
+      ]);
     },
     async reset(head, rules) {
       // Every plan's rules at once can be many keys: in calls of a bounded size, each led by the

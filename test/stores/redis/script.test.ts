@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'c9bce46bd12a909cd4567f282d440bd8360ea946';
+const PINNED_SHA = '92bb778c2cba029910a2d9cd68137d633ec16046';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
