@@ -19,6 +19,16 @@ export interface FixedWindowState {
 /** The Lua dispatch code: `EVALUATORS[1]`, `SETTLERS[1]` and the rule sets a store sends. */
 const CODE = 1;
 
+/**
+ * The window of `now` for a key in `state`: never before the state's own window, so a clock
+ * stamp a little behind the one that opened it (another process's, see docs/algorithms.md) is
+ * counted in that window rather than starting an older one over it.
+ */
+function windowStart(state: FixedWindowState | undefined, now: number, windowMs: number): number {
+  const start = now - (now % windowMs);
+  return state !== undefined && state.start > start ? state.start : start;
+}
+
 export const fixedWindow: Algorithm<FixedWindowState> = {
   name: 'fixed-window',
   tag: 'fw',
@@ -27,9 +37,9 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
   keySuffixes: [''],
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, now, cost, { limit, windowMs }) {
-    const start = now - (now % windowMs);
+    const start = windowStart(state, now, windowMs);
     const count = state !== undefined && state.start === start ? state.count : 0;
-    const untilEnd = start + windowMs - now;
+    const untilEnd = start + windowMs - Math.max(now, start);
     const allowed = count + cost <= limit;
     const retryAfterMs = allowed ? 0 : cost > limit ? NEVER : untilEnd;
     return new Evaluation(
@@ -42,7 +52,7 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
     );
   },
   commit(state, now, cost, { windowMs }) {
-    const start = now - (now % windowMs);
+    const start = windowStart(state, now, windowMs);
     if (state === undefined) return { start, count: cost };
     state.count = state.start === start ? state.count + cost : cost;
     state.start = start;
@@ -50,26 +60,41 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
   },
   settle(state, now, { token, reserved, actual }, { limit, windowMs }) {
     const delta = actual - reserved;
-    const start = now - (now % windowMs);
+    const start = windowStart(state, now, windowMs);
     if (token !== start && delta < 0) return undefined;
     const count = state !== undefined && state.start === start ? state.count : 0;
-    return { state: { start, count: adjust(count, delta, 2 * limit) }, ttlMs: start + windowMs - now };
+    return {
+      state: { start, count: adjust(count, delta, 2 * limit) },
+      ttlMs: start + windowMs - Math.max(now, start),
+    };
   },
   lua: `
+-- The key's window at now, its count, and the time to judge it at: never before the stored
+-- window (see windowStart in fixed-window.ts), so a stamp a little behind another process's
+-- counts in the window that one opened.
+local function fixedWindowAt(k, W)
+  local start, count = now - now % W, 0
+  local stored = get(k)
+  if stored then
+    local s, c = match(stored, '^(%d+):(%d+)$')
+    -- As strings: fmt(start) is remembered, a tonumber is a strtod.
+    if s == fmt(start) then
+      count = tonumber(c)
+    elseif tonumber(s) > start then
+      start, count = tonumber(s), tonumber(c)
+      return start, count, start
+    end
+  end
+  return start, count, now
+end
+
 local function fixedWindowCommit(k, cost, start, count, untilEnd)
   put(k, fmt(start) .. ':' .. fmt(count + cost), untilEnd)
 end
 
 EVALUATORS[${CODE}] = function(k, L, W, B, cost)
-  local start = now - now % W
-  local count = 0
-  local stored = get(k)
-  if stored then
-    local s, c = match(stored, '^(%d+):(%d+)$')
-    -- As strings: fmt(start) is remembered, a tonumber is a strtod.
-    if s == fmt(start) then count = tonumber(c) end
-  end
-  local untilEnd = start + W - now
+  local start, count, at = fixedWindowAt(k, W)
+  local untilEnd = start + W - at
   local allowed = count + cost <= L
   local retry = 0
   if not allowed then retry = (cost > L) and NEVER or untilEnd end
@@ -79,16 +104,10 @@ EVALUATORS[${CODE}] = function(k, L, W, B, cost)
 end
 
 SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
-  local start = now - now % W
+  local start, count, at = fixedWindowAt(k, W)
   -- A refund for a window that is over gives nothing back: its units were counted there.
   if token ~= start and delta < 0 then return end
-  local count = 0
-  local stored = get(k)
-  if stored then
-    local s, c = match(stored, '^(%d+):(%d+)$')
-    if s == fmt(start) then count = tonumber(c) end
-  end
   count = adjust(count, delta, 2 * L)
-  put(k, fmt(start) .. ':' .. fmt(count), start + W - now)
+  put(k, fmt(start) .. ':' .. fmt(count), start + W - at)
 end`,
 };

@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'c9bce46bd12a909cd4567f282d440bd8360ea946';
+const PINNED_SHA = 'db69c992e69c3876f963d89c8f8fabd9082fb130';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
