@@ -100,6 +100,17 @@ export function createServerClock(readTime: () => Promise<unknown>, client: unkn
     errorMs = undefined;
   }
 
+  // The last stamp's text: checks a few µs apart share their millisecond, and its string.
+  let lastMs = Number.NaN;
+  let lastText = SERVER_TIME;
+  function text(ms: number): string {
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastText = String(ms);
+    }
+    return lastText;
+  }
+
   const changes = connectionChanges(client);
   let changesSeen = changes?.count ?? 0;
 
@@ -111,9 +122,9 @@ export function createServerClock(readTime: () => Promise<unknown>, client: unkn
       }
       const now = performance.now();
       const age = now - measuredAt;
-      if (age < REFRESH_MS) return String(Math.floor(now + offset));
+      if (age < REFRESH_MS) return text(Math.floor(now + offset));
       measure(now);
-      return age < MAX_AGE_MS ? String(Math.floor(now + offset)) : SERVER_TIME;
+      return age < MAX_AGE_MS ? text(Math.floor(now + offset)) : SERVER_TIME;
     },
     get errorMs() {
       return errorMs;
