@@ -69,11 +69,13 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
     };
   },
   lua: `
--- The key's window at now, its count, and the time to judge it at: never before the stored
--- window (see windowStart in fixed-window.ts), so a stamp a little behind another process's
--- counts in the window that one opened.
-local function fixedWindowAt(k, W)
-  local start, count = now - now % W, 0
+local function fixedWindowCommit(k, cost, start, count, untilEnd)
+  put(k, fmt(start) .. ':' .. fmt(count + cost), untilEnd)
+end
+
+EVALUATORS[${CODE}] = function(k, L, W, B, cost)
+  local start, at = now - now % W, now
+  local count = 0
   local stored = get(k)
   if stored then
     local s, c = match(stored, '^(%d+):(%d+)$')
@@ -81,19 +83,11 @@ local function fixedWindowAt(k, W)
     if s == fmt(start) then
       count = tonumber(c)
     elseif tonumber(s) > start then
+      -- A stamp behind the key's window (see windowStart above): it counts in that window.
       start, count = tonumber(s), tonumber(c)
-      return start, count, start
+      at = start
     end
   end
-  return start, count, now
-end
-
-local function fixedWindowCommit(k, cost, start, count, untilEnd)
-  put(k, fmt(start) .. ':' .. fmt(count + cost), untilEnd)
-end
-
-EVALUATORS[${CODE}] = function(k, L, W, B, cost)
-  local start, count, at = fixedWindowAt(k, W)
   local untilEnd = start + W - at
   local allowed = count + cost <= L
   local retry = 0
@@ -104,7 +98,18 @@ EVALUATORS[${CODE}] = function(k, L, W, B, cost)
 end
 
 SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
-  local start, count, at = fixedWindowAt(k, W)
+  local start, at = now - now % W, now
+  local count = 0
+  local stored = get(k)
+  if stored then
+    local s, c = match(stored, '^(%d+):(%d+)$')
+    if s == fmt(start) then
+      count = tonumber(c)
+    elseif tonumber(s) > start then
+      start, count = tonumber(s), tonumber(c)
+      at = start
+    end
+  end
   -- A refund for a window that is over gives nothing back: its units were counted there.
   if token ~= start and delta < 0 then return end
   count = adjust(count, delta, 2 * L)

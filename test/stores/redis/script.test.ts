@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = 'db69c992e69c3876f963d89c8f8fabd9082fb130';
+const PINNED_SHA = '9d89eafe725aba095e682c19943dc6bdaeaf31cc';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
