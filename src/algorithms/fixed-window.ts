@@ -35,6 +35,7 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
   code: CODE,
   hasBurst: false,
   keySuffixes: [''],
+  keepsKeyTime: true,
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, now, cost, { limit, windowMs }) {
     const start = windowStart(state, now, windowMs);

@@ -30,6 +30,7 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
   code: CODE,
   hasBurst: false,
   keySuffixes: [''],
+  keepsKeyTime: true,
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, stamp, cost, { limit: L, windowMs: W }) {
     const now = timeOf(state, stamp);

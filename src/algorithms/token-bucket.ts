@@ -44,6 +44,7 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   code: CODE,
   hasBurst: true,
   keySuffixes: [''],
+  keepsKeyTime: true,
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;

@@ -15,7 +15,7 @@ import type { Run, Send } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
 import { decodeBatchPart, deniedOrOverrideAt } from './reply.js';
 import type { Script } from './script.js';
-import { SERVER_TIME } from './server-clock.js';
+import { SERVER_TIME, STAMP } from './server-clock.js';
 
 /**
  * From this many queued checks on, a queue left at the end of a turn goes in two calls when no
@@ -151,8 +151,8 @@ export interface Batcher {
  * @param shardOf the cluster slot of a key head, when the store is partitioned.
  * @param runReadOnly sends one call that Redis runs even when it refuses writes (out of memory);
  *   without it, a refused batch fails every check in it.
- * @param stamp the clock argument for a call of checks on the server's clock, taken as it is
- *   sent (see server-clock.ts); without it the script reads TIME.
+ * @param stamp the clock argument for a call of checks queued with STAMP, taken as it is sent
+ *   (see server-clock.ts); without it the script reads TIME.
  */
 export function createBatcher(
   sendCall: Send,
@@ -275,7 +275,7 @@ export function createBatcher(
       const mode = peeks ? 'p' : only.mode;
       const usual = mode === 'c' && only.cost === 1 && only.seen === '';
       const spec = (usual ? usualSpecs.get(only.ruleSet) : undefined) ?? loneSpec(only, mode, usual);
-      const now = only.now === SERVER_TIME ? stamp() : only.now;
+      const now = only.now === STAMP ? stamp() : only.now;
       return { keys: only.keys, args: now === SERVER_TIME ? [spec] : [spec, now] };
     }
     const keys: string[] = [];
@@ -294,7 +294,7 @@ export function createBatcher(
       checks.push(`${peeks ? 'p' : pending.mode}:${pending.cost}:${number}:${pending.seen}`);
     }
     const { now } = batch[0] as QueuedCheck;
-    const args = ['b', String(batch.length), now === SERVER_TIME ? stamp() : now, String(sets.length)];
+    const args = ['b', String(batch.length), now === STAMP ? stamp() : now, String(sets.length)];
     for (const set of sets) args.push(set);
     for (const check of checks) args.push(check);
     return { keys, args };
@@ -313,7 +313,7 @@ export function createBatcher(
         queue = { shard, now: check.now, checks: [], keys: 0, due: false };
         byShard.set(shard, queue);
       }
-      // The clock is '-1' (the server's TIME) but in tests and simulations, where a check that
+      // The clock is STAMP or '-1' (the server's TIME) but in tests and simulations, where a check that
       // read another time than the queued ones, or would take the queue past MAX_BATCH_KEYS,
       // starts the next call.
       if (

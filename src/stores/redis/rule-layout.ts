@@ -14,6 +14,8 @@ export interface DescribedRules {
   readonly blockSuffixes: readonly string[];
   readonly script: Script;
   readonly ruleSet: string;
+  /** Whether its checks may carry the process's stamp of the server's clock (Algorithm.keepsKeyTime). */
+  readonly stamped: boolean;
 }
 
 const described = new WeakMap<readonly ResolvedRule[], DescribedRules>();
@@ -28,6 +30,7 @@ export function describeRules(rules: readonly ResolvedRule[]): DescribedRules {
       blockSuffixes: rules.flatMap((rule) => (rule.block === undefined ? [] : [rule.keyTail + BLOCK_SUFFIX])),
       script: scriptFor(rules.map((rule) => rule.algorithm.code)),
       ruleSet: rules.map(ruleText).join(';'),
+      stamped: rules.every((rule) => rule.algorithm.keepsKeyTime),
     };
     described.set(rules, found);
   }

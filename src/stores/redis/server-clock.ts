@@ -12,6 +12,8 @@
 
 /** The clock argument that has the script read the server's TIME. */
 export const SERVER_TIME = '-1';
+/** A queued check's clock when it is to carry the stamp taken as its call is sent (never sent as is). */
+export const STAMP = 'stamp';
 
 /** How often a process in use measures again (the bound: at least every 10 s). */
 const REFRESH_MS = 5_000;

@@ -17,7 +17,7 @@ import { redisQueues } from './queue.js';
 import { readinessOf } from './ready.js';
 import { describeRules, ruleKeys, settleArgs } from './rule-layout.js';
 import { BASE_SCRIPT } from './script.js';
-import { createServerClock, SERVER_TIME } from './server-clock.js';
+import { createServerClock, SERVER_TIME, STAMP } from './server-clock.js';
 import { hashSlot } from './slot.js';
 import { subscriberOf } from './subscriber.js';
 
@@ -124,7 +124,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     batcher.enqueue({
       head,
       script: described.script,
-      now: now(),
+      // Stamped as its call is sent, where its rules allow (gcra, sliding-log and concurrency
+      // keep no time of their key: a stamp behind it would decide them a little early).
+      now: clock === undefined && described.stamped ? STAMP : now(),
       keys: ruleKeys(head, described),
       ruleSet: described.ruleSet,
       mode: consume ? 'c' : 'p',

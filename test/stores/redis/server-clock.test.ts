@@ -52,6 +52,22 @@ describe('the server clock read in this process', () => {
     expect((await commandCalls(client, 'time')) - before).toBeLessThanOrEqual(1);
   });
 
+  it.each(['gcra', 'sliding-log'] as const)(
+    '%s keeps no time of its key: its checks still read TIME in the script',
+    async (algorithm) => {
+      const limiter = createLimiter({
+        timeout: SLOW_MACHINE_TIMEOUT,
+        store: redisStore({ client }),
+        rules: { algorithm, limit: 1000, window: '1h' },
+      });
+      for (let i = 0; i < 5; i++) await limiter.check('warm');
+      await sleep(50);
+      const before = await commandCalls(client, 'time');
+      for (let i = 0; i < 20; i++) await limiter.check(`unstamped-${algorithm}-${i}`);
+      expect((await commandCalls(client, 'time')) - before).toBeGreaterThanOrEqual(20);
+    },
+  );
+
   it("stamps within half the measured round trip of the server's TIME", async () => {
     const clock = createServerClock(() => client.call('TIME'), client);
     await measuredStamp(clock.stamp);
