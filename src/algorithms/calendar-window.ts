@@ -55,6 +55,8 @@ export const calendarWindow: Algorithm<CalendarState> = {
   code: CODE,
   hasBurst: false,
   keySuffixes: [''],
+  // The script picks the period holding its own TIME among those sent: no stamp.
+  keepsKeyTime: false,
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, now, cost, params) {
     const { start, end } = periodsOf(params).at(now);

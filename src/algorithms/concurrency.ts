@@ -78,6 +78,7 @@ export const concurrency: Algorithm<ConcurrencyState> = {
   code: CODE,
   hasBurst: false,
   keySuffixes: ['', ':n'],
+  keepsKeyTime: false,
   maxLimit: CONCURRENCY_MAX_LIMIT,
   evaluate(state, now, cost, { limit: L, windowMs: lease }: AlgorithmParams) {
     const live = liveLeases(state, now).sort((a, b) => a.expiresAt - b.expiresAt);

@@ -22,6 +22,16 @@ export interface FixedWindowState {
 /** The Lua dispatch code: `EVALUATORS[1]`, `SETTLERS[1]` and the rule sets a store sends. */
 const CODE = 1;
 
+/**
+ * The window of `now` for a key in `state`: never before the state's own window, so a clock
+ * stamp a little behind the one that opened it (another process's, see docs/algorithms.md) is
+ * counted in that window rather than starting an older one over it.
+ */
+function windowStart(state: FixedWindowState | undefined, now: number, windowMs: number): number {
+  const start = now - (now % windowMs);
+  return state !== undefined && state.start > start ? state.start : start;
+}
+
 /** A check of `cost` against `limit` in the window [start, end) around `now`. */
 export function evaluateWindow(
   state: FixedWindowState | undefined,
@@ -79,7 +89,13 @@ export function settleWindow(
  * chunk's own `crossings(W, used, announced)` and `announcedText(announced)` read and write (see
  * calendar-window.ts).
  */
-export function windowLua(code: number, commitName: string, bounds: string, thresholds = false): string {
+export function windowLua(
+  code: number,
+  commitName: string,
+  bounds: string,
+  thresholds = false,
+  later?: string,
+): string {
   const count = thresholds ? 'local count, announced = 0, 0' : 'local count = 0';
   const parse = thresholds
     ? "local s, c, a = match(stored, '^(%d+):(%d+):?(%d*)$')"
@@ -87,6 +103,8 @@ export function windowLua(code: number, commitName: string, bounds: string, thre
   const read = thresholds ? 'count, announced = tonumber(c), tonumber(a) or 0' : 'count = tonumber(c)';
   const tail = thresholds ? ' .. announcedText(announced)' : '';
   const extra = thresholds ? ', announced' : '';
+  // A key whose stored window is later than `now`'s (a clock stamp behind the one that opened it).
+  const whenLater = later === undefined ? '' : `\n    elseif tonumber(s) > start then\n      ${later}\n   `;
   const cross = thresholds ? '\n  if allowed then announced = crossings(W, count + cost, announced) end' : '';
   return `
 local function ${commitName}(k, cost, start, count, untilEnd${extra})
@@ -100,7 +118,7 @@ EVALUATORS[${code}] = function(k, L, W, B, cost)
   if stored then
     ${parse}
     -- As strings: fmt(start) is remembered, a tonumber is a strtod.
-    if s == fmt(start) then ${read} end
+    if s == fmt(start) then ${read}${whenLater} end
   end
   local allowed = count + cost <= L
   local retry = 0
@@ -112,14 +130,14 @@ end
 
 SETTLERS[${code}] = function(k, L, W, B, token, reserved, delta)
   ${bounds}
-  -- A refund for a window that is over gives nothing back: its units were counted there.
-  if token ~= start and delta < 0 then return end
   ${count}
   local stored = get(k)
   if stored then
     ${parse}
-    if s == fmt(start) then ${read} end
+    if s == fmt(start) then ${read}${whenLater} end
   end
+  -- A refund for a window that is over gives nothing back: its units were counted there.
+  if token ~= start and delta < 0 then return end
   count = adjust(count, delta, 2 * L)
   put(k, fmt(start) .. ':' .. fmt(count)${tail}, untilEnd)
 end`;
@@ -131,21 +149,25 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
   code: CODE,
   hasBurst: false,
   keySuffixes: [''],
+  keepsKeyTime: true,
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, now, cost, { limit, windowMs }) {
-    const start = now - (now % windowMs);
-    return evaluateWindow(state, now, cost, limit, start, start + windowMs);
+    const start = windowStart(state, now, windowMs);
+    return evaluateWindow(state, Math.max(now, start), cost, limit, start, start + windowMs);
   },
   commit(state, now, cost, { windowMs }) {
-    return commitWindow(state, now - (now % windowMs), cost);
+    return commitWindow(state, windowStart(state, now, windowMs), cost);
   },
   settle(state, now, settlement, { limit, windowMs }) {
-    const start = now - (now % windowMs);
-    return settleWindow(state, now, settlement, limit, start, start + windowMs);
+    const start = windowStart(state, now, windowMs);
+    return settleWindow(state, Math.max(now, start), settlement, limit, start, start + windowMs);
   },
   lua: windowLua(
     CODE,
     'fixedWindowCommit',
     'local start = now - now % W\n  local untilEnd = start + W - now',
+    false,
+    // A stamp behind the key's window (see windowStart above): it counts in that window.
+    'start, count = tonumber(s), tonumber(c)\n      untilEnd = W',
   ),
 };

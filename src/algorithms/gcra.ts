@@ -47,6 +47,7 @@ export const gcra: Algorithm<GcraState> = {
   code: CODE,
   hasBurst: true,
   keySuffixes: [''],
+  keepsKeyTime: false,
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;

@@ -51,6 +51,7 @@ export const slidingLog: Algorithm<SlidingLogState> = {
   code: CODE,
   hasBurst: false,
   keySuffixes: ['', ':n'],
+  keepsKeyTime: false,
   maxLimit: SLIDING_LOG_MAX_LIMIT,
   evaluate(state, now, cost, { limit: L, windowMs: W }) {
     const times = state?.times ?? [];

@@ -30,8 +30,10 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
   code: CODE,
   hasBurst: false,
   keySuffixes: [''],
+  keepsKeyTime: true,
   maxLimit: Number.MAX_SAFE_INTEGER,
-  evaluate(state, now, cost, { limit: L, windowMs: W }) {
+  evaluate(state, stamp, cost, { limit: L, windowMs: W }) {
+    const now = timeOf(state, stamp);
     const { start, current, previous } = windowsAt(state, now, W);
     const elapsed = now - start;
     // Units in use, scaled by W: current × W + previous × (W − elapsed).
@@ -61,7 +63,8 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
     const remaining = Math.max(0, Math.floor((L * W - used) / W));
     return new Evaluation(allowed, remaining, resetMs, retryAfterMs, resetAfterMs, start);
   },
-  commit(state, now, cost, { windowMs: W }) {
+  commit(state, stamp, cost, { windowMs: W }) {
+    const now = timeOf(state, stamp);
     const start = now - (now % W);
     if (state === undefined) return { start, current: cost, previous: 0 };
     if (state.start === start) {
@@ -73,7 +76,8 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
     }
     return state;
   },
-  settle(state, now, { token, reserved, actual }, { limit: L, windowMs: W }) {
+  settle(state, stamp, { token, reserved, actual }, { limit: L, windowMs: W }) {
+    const now = timeOf(state, stamp);
     const delta = actual - reserved;
     const { start, current, previous } = windowsAt(state, now, W);
     let next: SlidingWindowState;
@@ -84,8 +88,10 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
   },
   lua: `
 -- The current window's start and the counts of it and of the previous window, as of now.
+-- Also the time to judge the key at: never before its stored window (see timeOf in
+-- sliding-window.ts).
 local function windowsAt(k, W)
-  local start = now - now % W
+  local start, at = now - now % W, now
   local current, previous = 0, 0
   local stored = get(k)
   if stored then
@@ -95,9 +101,12 @@ local function windowsAt(k, W)
       current, previous = tonumber(c), tonumber(p)
     elseif s == fmt(start - W) then
       previous = tonumber(c)
+    elseif tonumber(s) > start then
+      start, current, previous = tonumber(s), tonumber(c), tonumber(p)
+      at = start
     end
   end
-  return start, current, previous
+  return start, current, previous, at
 end
 
 local function slidingWindowCommit(k, cost, start, current, previous, resetAfter)
@@ -105,12 +114,12 @@ local function slidingWindowCommit(k, cost, start, current, previous, resetAfter
 end
 
 EVALUATORS[${CODE}] = function(k, L, W, B, cost)
-  local start, current, previous = windowsAt(k, W)
-  local elapsed = now - start
+  local start, current, previous, at = windowsAt(k, W)
+  local elapsed = at - start
   local used = current * W + previous * (W - elapsed)
   local allowed = used + cost * W <= L * W
   local reset = 0
-  if current > 0 then reset = start + 2 * W - now elseif previous > 0 then reset = start + W - now end
+  if current > 0 then reset = start + 2 * W - at elseif previous > 0 then reset = start + W - at end
   local retry = 0
   if not allowed then
     if cost > L then
@@ -127,13 +136,13 @@ EVALUATORS[${CODE}] = function(k, L, W, B, cost)
       end
     end
   end
-  local resetAfter = start + 2 * W - now
+  local resetAfter = start + 2 * W - at
   return allowed, max(0, floor((L * W - used) / W)), reset, retry, resetAfter, start,
     slidingWindowCommit, start, current, previous, resetAfter
 end
 
 SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
-  local start, current, previous = windowsAt(k, W)
+  local start, current, previous, at = windowsAt(k, W)
   if token == start - W then
     previous = adjust(previous, delta, 2 * L)
   elseif token == start or delta > 0 then
@@ -141,9 +150,18 @@ SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   else
     return
   end
-  put(k, fmt(start) .. ':' .. fmt(current) .. ':' .. fmt(previous), start + 2 * W - now)
+  put(k, fmt(start) .. ':' .. fmt(current) .. ':' .. fmt(previous), start + 2 * W - at)
 end`,
 };
+
+/**
+ * The time to judge a key in `state` at: never before its stored window, so a clock stamp a
+ * little behind the one that opened it (another process's, see docs/algorithms.md) counts in
+ * that window rather than starting an older one over it.
+ */
+function timeOf(state: SlidingWindowState | undefined, stamp: number): number {
+  return state !== undefined && state.start > stamp ? state.start : stamp;
+}
 
 /** The current window's start and the counts of it and of the previous window, as of `now`. */
 function windowsAt(state: SlidingWindowState | undefined, now: number, W: number): SlidingWindowState {

@@ -27,6 +27,14 @@ function tokensAt(state: TokenBucketState | undefined, now: number, L: number, f
   return elapsed >= Math.ceil((full - state.tokens) / L) ? full : state.tokens + elapsed * L;
 }
 
+/**
+ * The time the bucket is counted at after a check at `now`: never before its stored time, so a
+ * clock stamp a little behind another process's (see docs/algorithms.md) refills nothing twice.
+ */
+function timeOf(state: TokenBucketState | undefined, now: number): number {
+  return state !== undefined && state.at > now ? state.at : now;
+}
+
 /** The Lua dispatch code: `EVALUATORS[3]`, `SETTLERS[3]` and the rule sets a store sends. */
 const CODE = 3;
 
@@ -36,6 +44,7 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   code: CODE,
   hasBurst: true,
   keySuffixes: [''],
+  keepsKeyTime: true,
   maxLimit: Number.MAX_SAFE_INTEGER,
   evaluate(state, now, cost, { limit: L, windowMs: W, capacity: B }) {
     const full = B * W;
@@ -49,10 +58,11 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   },
   commit(state, now, cost, { limit: L, windowMs: W, capacity: B }, spare) {
     const tokens = tokensAt(state, now, L, B * W) - cost * W;
+    const at = timeOf(state, now);
     const next = state ?? spare;
-    if (next === undefined) return { tokens, at: now };
+    if (next === undefined) return { tokens, at };
     next.tokens = tokens;
-    next.at = now;
+    next.at = at;
     return next;
   },
   settle(state, now, { reserved, actual }, { limit: L, windowMs: W, capacity: B }) {
@@ -60,28 +70,29 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
     // Work on the missing tokens (the bucket's usage), as gcra works on its TAT.
     const missing = adjust(full - tokensAt(state, now, L, full), (actual - reserved) * W, 2 * full);
     if (missing === 0) return 'delete';
-    return { state: { tokens: full - missing, at: now }, ttlMs: Math.ceil(missing / L) };
+    return { state: { tokens: full - missing, at: timeOf(state, now) }, ttlMs: Math.ceil(missing / L) };
   },
   lua: `
--- Scaled tokens in the bucket now (negative in debt).
+-- Scaled tokens in the bucket now (negative in debt), and the time they are counted at: never
+-- before the stored time (see timeOf in token-bucket.ts).
 local function tokensAt(k, L, full)
   local stored = get(k)
-  if not stored then return full end
+  if not stored then return full, now end
   local t, at = match(stored, '^(-?%d+):(%d+)$')
   t, at = tonumber(t), tonumber(at)
-  local elapsed = max(0, now - at)
-  if elapsed >= ceil((full - t) / L) then return full end
-  return t + elapsed * L
+  if at > now then return t, at end
+  if now - at >= ceil((full - t) / L) then return full, now end
+  return t + (now - at) * L, now
 end
 
-local function tokenBucketCommit(k, cost, left, resetAfter)
-  put(k, fmt(left) .. ':' .. fmtFresh(now), resetAfter)
+local function tokenBucketCommit(k, cost, left, resetAfter, at)
+  put(k, fmt(left) .. ':' .. fmtFresh(at), resetAfter)
 end
 
 EVALUATORS[${CODE}] = function(k, L, W, B, cost)
   local full = B * W
   local need = cost * W
-  local tokens = tokensAt(k, L, full)
+  local tokens, at = tokensAt(k, L, full)
   local allowed = tokens >= need
   local retry = 0
   if not allowed then
@@ -89,16 +100,17 @@ EVALUATORS[${CODE}] = function(k, L, W, B, cost)
   end
   local resetAfter = ceil((full - tokens + need) / L)
   return allowed, max(0, floor(tokens / W)), ceil((full - tokens) / L), retry, resetAfter, 0,
-    tokenBucketCommit, tokens - need, resetAfter
+    tokenBucketCommit, tokens - need, resetAfter, at
 end
 
 SETTLERS[${CODE}] = function(k, L, W, B, token, reserved, delta)
   local full = B * W
-  local missing = adjust(full - tokensAt(k, L, full), delta * W, 2 * full)
+  local tokens, at = tokensAt(k, L, full)
+  local missing = adjust(full - tokens, delta * W, 2 * full)
   if missing == 0 then
     del(k)
   else
-    put(k, fmt(full - missing) .. ':' .. fmtFresh(now), ceil(missing / L))
+    put(k, fmt(full - missing) .. ':' .. fmtFresh(at), ceil(missing / L))
   end
 end`,
 };

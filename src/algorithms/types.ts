@@ -115,6 +115,12 @@ export interface Algorithm<S> {
   readonly hasBurst: boolean;
   /** Suffixes of the Redis keys this algorithm uses, appended to the rule's base key. */
   readonly keySuffixes: readonly string[];
+  /**
+   * Whether its state holds the key's own time, so that a clock stamp a little behind it is taken
+   * at that time and decides exactly (see docs/algorithms.md). A Redis store stamps only checks
+   * whose every rule does; the others read the server's TIME in the script.
+   */
+  readonly keepsKeyTime: boolean;
   /** Largest `limit` this algorithm accepts (sliding-log stores one entry per request). */
   readonly maxLimit: number;
   /** The specification: a pure function of the stored state, the time and the cost. */

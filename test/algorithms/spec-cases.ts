@@ -118,6 +118,38 @@ export const SPEC_CASES: SpecCase[] = [
       { at: 3600, cost: 5, expect: no(0, 1400, Number.POSITIVE_INFINITY) },
     ],
   },
+  // A Redis store stamps checks with the server's clock as each process reads it, off by up to
+  // half a round trip: a stamp behind the one that last wrote a key must not move its time back.
+  {
+    name: 'fixed-window: a stamp behind the key counts in the window it opened',
+    rules: { name: 'fw', algorithm: 'fixed-window', limit: 3, window: 1000 },
+    steps: [
+      { at: 1000, expect: ok(2, 1000) },
+      { at: 998, expect: ok(1, 1000) },
+      { at: 999, expect: ok(0, 1000) },
+      { at: 990, expect: no(0, 1000, 1000) },
+      { at: 1500, expect: no(0, 500, 500) },
+    ],
+  },
+  {
+    name: 'sliding-window: a stamp behind the key counts in the window it opened',
+    rules: { name: 'sw', algorithm: 'sliding-window', limit: 3, window: 1000 },
+    steps: [
+      { at: 1000, expect: ok(2, 2000) },
+      { at: 999, expect: ok(1, 2000) },
+      { at: 1000, expect: ok(0, 2000) },
+      { at: 995, expect: no(0, 2000, 1334) },
+    ],
+  },
+  {
+    name: 'token-bucket: a stamp behind the key refills nothing twice',
+    rules: { name: 'tb', algorithm: 'token-bucket', limit: 2, window: 1000 },
+    steps: [
+      { at: 1000, expect: ok(1, 500) },
+      { at: 900, expect: ok(0, 1000) },
+      { at: 1100, expect: no(0, 900, 400) },
+    ],
+  },
   {
     name: 'token-bucket: continuous refill up to the burst',
     rules: { name: 'tb', algorithm: 'token-bucket', limit: 2, window: 1000, burst: 4 },

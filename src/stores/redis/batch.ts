@@ -15,6 +15,7 @@ import type { Run, Send } from './calls.js';
 import { isOutOfMemoryError } from './client.js';
 import { decodeBatchPart, deniedOrOverrideAt } from './reply.js';
 import type { Script } from './script.js';
+import { SERVER_TIME, STAMP } from './server-clock.js';
 
 /**
  * From this many queued checks on, a queue left at the end of a turn goes in two calls when no
@@ -36,8 +37,6 @@ const SEND_EARLY_AT = 32;
  * shares its call. One check of the most rules a limiter accepts (rules.ts, MAX_RULES) fits.
  */
 export const MAX_BATCH_KEYS = 4096;
-/** The clock argument that has the script read the server's TIME. */
-const SERVER_TIME = '-1';
 /** Lone-check arguments remembered (see usualSpecs). */
 const USUAL_SPECS = 256;
 
@@ -152,11 +151,14 @@ export interface Batcher {
  * @param shardOf the cluster slot of a key head, when the store is partitioned.
  * @param runReadOnly sends one call that Redis runs even when it refuses writes (out of memory);
  *   without it, a refused batch fails every check in it.
+ * @param stamp the clock argument for a call of checks queued with STAMP, taken as it is sent
+ *   (see server-clock.ts); without it the script reads TIME.
  */
 export function createBatcher(
   sendCall: Send,
   shardOf: ((head: string) => number) | undefined,
   runReadOnly?: Run,
+  stamp: () => string = () => SERVER_TIME,
 ): Batcher {
   // By script, then by shard: a batch runs one script, on one node. Looked up by object and by
   // number: a string id built per check cost a fresh hash per lookup.
@@ -273,7 +275,8 @@ export function createBatcher(
       const mode = peeks ? 'p' : only.mode;
       const usual = mode === 'c' && only.cost === 1 && only.seen === '';
       const spec = (usual ? usualSpecs.get(only.ruleSet) : undefined) ?? loneSpec(only, mode, usual);
-      return { keys: only.keys, args: only.now === SERVER_TIME ? [spec] : [spec, only.now] };
+      const now = only.now === STAMP ? stamp() : only.now;
+      return { keys: only.keys, args: now === SERVER_TIME ? [spec] : [spec, now] };
     }
     const keys: string[] = [];
     // Each distinct rule set once, then one argument per check.
@@ -290,7 +293,8 @@ export function createBatcher(
       }
       checks.push(`${peeks ? 'p' : pending.mode}:${pending.cost}:${number}:${pending.seen}`);
     }
-    const args = ['b', String(batch.length), (batch[0] as QueuedCheck).now, String(sets.length)];
+    const { now } = batch[0] as QueuedCheck;
+    const args = ['b', String(batch.length), now === STAMP ? stamp() : now, String(sets.length)];
     for (const set of sets) args.push(set);
     for (const check of checks) args.push(check);
     return { keys, args };
@@ -309,7 +313,7 @@ export function createBatcher(
         queue = { shard, now: check.now, checks: [], keys: 0, due: false };
         byShard.set(shard, queue);
       }
-      // The clock is '-1' (the server's TIME) but in tests and simulations, where a check that
+      // The clock is STAMP or '-1' (the server's TIME) but in tests and simulations, where a check that
       // read another time than the queued ones, or would take the queue past MAX_BATCH_KEYS,
       // starts the next call.
       if (

@@ -23,6 +23,12 @@ export interface ScriptRunner {
   /** Loads a function library (`FUNCTION LOAD REPLACE`) on every node that serves keys (every master of a cluster). */
   loadLibrary?(code: string): Promise<void>;
   /**
+   * The server's clock: TIME's reply, `[seconds, microseconds]`. Optional: with it the store
+   * stamps checks with the server's time as this process reads it (server-clock.ts); without it
+   * the script reads TIME on every call.
+   */
+  time?(): Promise<unknown>;
+  /**
    * True once the client was closed for good by its owner (it will never answer again). Asked only
    * after a call failed, so that failure is reported as a closed store, not a transient error.
    */
@@ -49,6 +55,11 @@ interface NodeRedisLike {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   fCall?(name: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   functionLoad?(code: string, options: { REPLACE: boolean }): Promise<unknown>;
+}
+
+/** node-redis's way to send any command (clients, clusters and sentinels all have it). */
+interface NodeRedisCommands {
+  sendCommand(args: string[]): Promise<unknown>;
 }
 
 /** A node-redis cluster: its masters, and a connected client for one of them. */
@@ -123,6 +134,9 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
       closed: () => (client as { status?: unknown }).status === 'end',
       evalSha: (sha, keys, args) => evalsha.call(io, sha, keys.length, ...keys, ...args),
       eval: (script, keys, args) => evalScript.call(io, script, keys.length, ...keys, ...args),
+      ...(typeof io.call === 'function'
+        ? { time: () => (io.call as NonNullable<IoRedisLike['call']>)('TIME') }
+        : {}),
       ...(typeof fcall === 'function' && loadLibrary !== undefined
         ? { fcall: (name, keys, args) => fcall.call(io, name, keys.length, ...keys, ...args), loadLibrary }
         : {}),
@@ -142,6 +156,7 @@ export function toScriptRunner(client: unknown, option = 'client'): ScriptRunner
       closed: () => (client as { isOpen?: unknown }).isOpen === false,
       evalSha: (sha, keys, args) => node.evalSha(sha, { keys: [...keys], arguments: [...args] }),
       eval: (script, keys, args) => node.eval(script, { keys: [...keys], arguments: [...args] }),
+      time: () => (node as unknown as NodeRedisCommands).sendCommand(['TIME']),
       ...(typeof fCall === 'function' && loadLibrary !== undefined
         ? {
             fcall: (name, keys, args) => fCall.call(node, name, { keys: [...keys], arguments: [...args] }),

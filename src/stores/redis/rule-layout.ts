@@ -17,6 +17,8 @@ export interface DescribedRules {
   readonly ruleSet: string;
   /** With calendar rules: the rule set argument at `now` (the caller's clock, epoch ms). */
   readonly ruleSetAt?: (now: number) => string;
+  /** Whether its checks may carry the process's stamp of the server's clock (Algorithm.keepsKeyTime). */
+  readonly stamped: boolean;
 }
 
 const described = new WeakMap<readonly ResolvedRule[], DescribedRules>();
@@ -32,6 +34,7 @@ export function describeRules(rules: readonly ResolvedRule[]): DescribedRules {
       script: scriptFor(rules.map((rule) => rule.algorithm.code)),
       ruleSet: rules.map((rule) => ruleText(rule, String(rule.windowMs))).join(';'),
       ...(rules.some((rule) => rule.periods !== undefined) ? { ruleSetAt: calendarRuleSet(rules) } : {}),
+      stamped: rules.every((rule) => rule.algorithm.keepsKeyTime),
     };
     described.set(rules, found);
   }

@@ -1,6 +1,6 @@
 /**
- * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock;
- * checks issued together share that call (batch.ts). How a call reaches Redis (FCALL or EVALSHA,
+ * The Redis store: every rule of one key in one atomic script call, on the Redis server's clock
+ * (read in this process, server-clock.ts); checks issued together share that call (batch.ts). How a call reaches Redis (FCALL or EVALSHA,
  * reloads, retries that cannot double count) is calls.ts; the reply's wire format is reply.ts.
  */
 import type { ResolvedRule } from '../../base/types.js';
@@ -22,6 +22,7 @@ import { redisQueues } from './queue.js';
 import { readinessOf } from './ready.js';
 import { describeRules, ruleKeys, settleArgs } from './rule-layout.js';
 import { BASE_SCRIPT } from './script.js';
+import { createServerClock, SERVER_TIME, STAMP } from './server-clock.js';
 import { redisSketches } from './sketches.js';
 import { hashSlot } from './slot.js';
 import { subscriberOf } from './subscriber.js';
@@ -90,9 +91,15 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
   // offline queue would refuse them at once); from then on a disconnection fails them at once.
   const readiness = readinessOf(options.client);
   const { run, send, runReadOnly } = createScriptCalls(runner, readiness, functions);
-  const now = (): string => (clock === undefined ? '-1' : String(clock()));
+  const now = (): string => (clock === undefined ? SERVER_TIME : String(clock()));
   /** The caller's clock, around which calendar rules' periods are sent (the script picks the server's). */
   const callerNow = (): number => (clock === undefined ? Date.now() : clock());
+  // Checks on the server's clock carry its time as this process reads it, sparing the script a
+  // TIME call; not on a cluster, whose nodes each keep their own clock.
+  const serverClock =
+    clock === undefined && runner.partitioned !== true && runner.time !== undefined
+      ? createServerClock(() => (runner.time as NonNullable<ScriptRunner['time']>)(), options.client)
+      : undefined;
 
   /** A call about an admitted request ('s' settle, 'f' release, 'n' renew), given its rules' tokens. */
   function afterCheck(
@@ -111,7 +118,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     return run(described.script, ruleKeys(head, described), args);
   }
   const shardOf = runner.partitioned === true ? hashSlot : undefined;
-  const batcher = createBatcher(send, shardOf, runReadOnly);
+  const batcher = createBatcher(send, shardOf, runReadOnly, serverClock?.stamp);
 
   /** Queues one check for the next call (see batch.ts); its answer goes to `receiver`. */
   function enqueue(
@@ -126,7 +133,9 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     batcher.enqueue({
       head,
       script: described.script,
-      now: now(),
+      // Stamped as its call is sent, where its rules allow (gcra, sliding-log and concurrency
+      // keep no time of their key: a stamp behind it would decide them a little early).
+      now: clock === undefined && described.stamped ? STAMP : now(),
       keys: ruleKeys(head, described),
       ruleSet: described.ruleSetAt === undefined ? described.ruleSet : described.ruleSetAt(callerNow()),
       mode: consume ? 'c' : 'p',

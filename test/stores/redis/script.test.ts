@@ -22,7 +22,7 @@ import {
 } from '../../support/redis-server.js';
 import { SLOW_MACHINE_TIMEOUT } from '../../support/timeouts.js';
 
-const PINNED_SHA = '92bb778c2cba029910a2d9cd68137d633ec16046';
+const PINNED_SHA = '4a82bdd5042a37b110ebbffb364082c6da93c92f';
 
 let ioredis: Redis;
 let nodeRedis: NodeRedisClient;
