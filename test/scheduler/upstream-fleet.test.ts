@@ -98,8 +98,10 @@ describe('50 workers in 4 processes against an upstream with OpenAI headers', ()
   it('draw no 429 when calls reach the upstream out of grant order (up to 200 ms between grant and call)', async () => {
     // Answers then come back out of grant order too: a later grant's answer may count fewer calls.
     const { upstream, stallMs } = await fleet(200);
-    expect(limitedAfterFirstAnswer(upstream)).toBe(0);
+    // A process stalled past a quarter window holds a granted call longer than the scenario's
+    // 200 ms, into the upstream's next window: the scenario no longer holds, so neither does its bound.
     if (stallMs < STALL_MS) {
+      expect(limitedAfterFirstAnswer(upstream)).toBe(0);
       for (const served of servedPerWindow(upstream)) expect(served).toBeGreaterThanOrEqual(0.8 * REQUESTS);
     }
   }, 20_000);
