@@ -152,6 +152,8 @@ try {
     } finally {
       gateway.child.kill();
     }
+    // An overloaded run leaves the upstream a backlog (clients gave up, it did not): the next run starts on an idle upstream.
+    while (upstream.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 100));
   }
 } finally {
   await upstream.close();
