@@ -4,7 +4,7 @@
  * by the package; the CLI imports the public API from index.ts and everything else from here.
  */
 export { endAdmission } from './adaptive/ending.js';
-export { CRITICALITIES } from './adaptive/options.js';
+export { CRITICALITIES, TUNING_OPTIONS } from './adaptive/options.js';
 export { BLOCK_SUFFIX } from './algorithms/block.js';
 export { ALGORITHM_NAMES, ALGORITHMS, RATE_ALGORITHM_NAMES } from './algorithms/index.js';
 export { SLIDING_LOG_MAX_LIMIT } from './algorithms/sliding-log.js';
@@ -13,6 +13,7 @@ export type { ResolvedRule } from './base/types.js';
 export { formatLocal } from './calendar/index.js';
 export { decodeOverride } from './core/overrides.js';
 export { describe } from './describe.js';
+export { bodyPending } from './http/adaptive.js';
 export { HEADER_STYLES, type HeaderStyle, rateLimitHeaders } from './http/headers.js';
 export { DEFAULT_IPV6_SUBNET } from './http/ip.js';
 export { PROBLEM_CONTENT_TYPE } from './http/problem.js';

@@ -80,7 +80,8 @@ export interface ResolvedAdaptiveOptions {
 }
 
 const OWNER = 'createAdaptiveLimit';
-const KNOWN = new Set([
+/** The options that tune the limit (all but the injected clock and random source). */
+export const TUNING_OPTIONS = [
   'min',
   'max',
   'initial',
@@ -96,9 +97,8 @@ const KNOWN = new Set([
   'standardReserve',
   'backoff',
   'eventLoop',
-  'clock',
-  'random',
-]);
+] as const;
+const KNOWN = new Set<string>([...TUNING_OPTIONS, 'clock', 'random']);
 
 const MAX_LIMIT = 1_000_000;
 

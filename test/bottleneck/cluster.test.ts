@@ -3,14 +3,12 @@
  * limits, here across 3 OS processes on a throwaway Redis — at most maxConcurrent jobs run at
  * once over all of them, and starts are minTime apart over all of them.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Bottleneck from '../../src/bottleneck/index.js';
 import { type RedisServer, useRedisServer } from '../support/redis-server.js';
+import { ask, useWorkerProcesses } from '../support/worker-processes.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('../support/bottleneck-worker.ts', import.meta.url));
 const PROCESSES = 3;
 
@@ -19,32 +17,11 @@ useRedisServer((started) => {
   server = started.server;
 });
 
-const workers: { child: ChildProcess; lines: AsyncIterator<string> }[] = [];
-
-beforeAll(async () => {
-  for (let i = 0; i < PROCESSES; i++) {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, String(server.port)], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
-    expect((await lines.next()).value).toBe('ready');
-    workers.push({ child, lines });
-  }
-});
-
-afterAll(() => {
-  for (const { child } of workers) child.stdin?.end();
-});
+const workers = useWorkerProcesses(WORKER, PROCESSES, () => [String(server.port)]);
 
 /** Every process runs `jobs` jobs on the same id; answers all their [grant, start, end]. */
 async function runEverywhere(order: object): Promise<[number, number, number][]> {
-  const answers = await Promise.all(
-    workers.map(async ({ child, lines }) => {
-      child.stdin?.write(`${JSON.stringify(order)}\n`);
-      return JSON.parse((await lines.next()).value as string) as [number, number, number][];
-    }),
-  );
+  const answers = await Promise.all(workers.map((worker) => ask<[number, number, number][]>(worker, order)));
   return answers.flat();
 }
 

@@ -2,14 +2,12 @@
  * Four OS processes check one key of a calendar rule with thresholds on one real Redis, at the
  * same time: each threshold is announced exactly once in all, by whichever process crossed it.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ThresholdEvent } from '../../src/index.js';
 import { type RedisServer, useRedisServer } from '../support/redis-server.js';
+import { ask, useWorkerProcesses } from '../support/worker-processes.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('../support/threshold-worker.ts', import.meta.url));
 const PROCESSES = 4;
 
@@ -18,27 +16,7 @@ useRedisServer((started) => {
   server = started.server;
 });
 
-interface Worker {
-  readonly child: ChildProcess;
-  readonly lines: AsyncIterator<string>;
-}
-const workers: Worker[] = [];
-
-beforeAll(async () => {
-  for (let i = 0; i < PROCESSES; i++) {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, String(server.port)], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
-    expect((await lines.next()).value).toBe('ready');
-    workers.push({ child, lines });
-  }
-});
-
-afterAll(() => {
-  for (const { child } of workers) child.stdin?.end();
-});
+const workers = useWorkerProcesses(WORKER, PROCESSES, () => [String(server.port)]);
 
 describe('threshold events from 4 processes on one Redis', () => {
   it('announce each threshold exactly once, at its crossing', async () => {
@@ -46,12 +24,9 @@ describe('threshold events from 4 processes on one Redis', () => {
     const thresholds = [0.25, 0.5, 0.8, 1];
     // 4 × 40 checks: 100 admitted, so every threshold is crossed, by whichever process got there.
     const heard = await Promise.all(
-      workers.map(async ({ child, lines }) => {
-        child.stdin?.write(
-          `${JSON.stringify({ prefix: 'th', key: 'tenant', checks: 40, limit, thresholds })}\n`,
-        );
-        return JSON.parse((await lines.next()).value as string) as ThresholdEvent[];
-      }),
+      workers.map((worker) =>
+        ask<ThresholdEvent[]>(worker, { prefix: 'th', key: 'tenant', checks: 40, limit, thresholds }),
+      ),
     );
     const events = heard.flat().sort((a, b) => a.threshold - b.threshold);
     expect(

@@ -5,17 +5,15 @@
  * fairness (a tenant with many jobs queued delays another's one job by at most one turn) and a
  * pause set in one process holding the others.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createScheduler, type RuleOptions, redisStore } from '../../src/index.js';
 import { type RedisServer, useRedisServer } from '../support/redis-server.js';
 import type { JobStart } from '../support/scheduler-worker.js';
+import { ask, useWorkerProcesses, type WorkerProcess } from '../support/worker-processes.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('../support/scheduler-worker.ts', import.meta.url));
 const PROCESSES = 4;
 
@@ -25,35 +23,9 @@ useRedisServer((started) => {
   ({ server, client } = started);
 });
 
-interface Worker {
-  readonly child: ChildProcess;
-  readonly lines: AsyncIterator<string>;
-}
-const workers: Worker[] = [];
-
-beforeAll(async () => {
-  for (let i = 0; i < PROCESSES; i++) {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, String(server.port)], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
-    expect(JSON.parse((await lines.next()).value as string)).toBe('ready');
-    workers.push({ child, lines });
-  }
-});
-
-afterAll(() => {
-  for (const { child } of workers) child.stdin?.end();
-});
+const workers = useWorkerProcesses(WORKER, PROCESSES, () => [String(server.port)]);
 
 let prefixes = 0;
-
-/** Sends a command to a worker; its answer. */
-async function send<T>(worker: Worker, command: object): Promise<T> {
-  worker.child.stdin?.write(`${JSON.stringify(command)}\n`);
-  return JSON.parse((await worker.lines.next()).value as string) as T;
-}
 
 /** Entries in the key's shared queue, every process's. */
 const queued = (prefix: string, key: string) => client.zcard(`${prefix}:{${key}}:~q`);
@@ -94,7 +66,7 @@ describe('schedulers in 4 processes on one Redis', () => {
     const rules: RuleOptions = { algorithm: 'fixed-window', limit: 10, window: 500 };
     const jobs = Array.from({ length: 15 }, (_, index) => ({ label: String(index) }));
     const starts = await Promise.all(
-      workers.map((worker) => send<JobStart[]>(worker, { op: 'run', prefix, key: 'k', rules, jobs })),
+      workers.map((worker) => ask<JobStart[]>(worker, { op: 'run', prefix, key: 'k', rules, jobs })),
     );
     const perWindow = new Map<number, number>();
     for (const { windowEnd } of starts.flat()) {
@@ -135,7 +107,9 @@ describe('schedulers in 4 processes on one Redis', () => {
     const runs: Promise<JobStart[]>[] = [];
     let entries = 0;
     for (const [index, jobs] of plan.entries()) {
-      runs.push(send(workers[index] as Worker, { op: 'run', prefix, key: 'p', rules: ONE_AT_A_TIME, jobs }));
+      runs.push(
+        ask(workers[index] as WorkerProcess, { op: 'run', prefix, key: 'p', rules: ONE_AT_A_TIME, jobs }),
+      );
       entries += jobs.length;
       await untilQueued(prefix, 'p', entries);
     }
@@ -147,7 +121,7 @@ describe('schedulers in 4 processes on one Redis', () => {
     const prefix = `mp${prefixes++}`;
     const heavy = Array.from({ length: 1000 }, (_, index) => ({ label: `heavy${index}`, tenant: 'heavy' }));
     const release = await holdKey(prefix, 'f');
-    const many = send<JobStart[]>(workers[1] as Worker, {
+    const many = ask<JobStart[]>(workers[1] as WorkerProcess, {
       op: 'run',
       prefix,
       key: 'f',
@@ -155,7 +129,7 @@ describe('schedulers in 4 processes on one Redis', () => {
       jobs: heavy,
     });
     await untilQueued(prefix, 'f', 1000);
-    const one = send<JobStart[]>(workers[2] as Worker, {
+    const one = ask<JobStart[]>(workers[2] as WorkerProcess, {
       op: 'run',
       prefix,
       key: 'f',
@@ -176,11 +150,11 @@ describe('schedulers in 4 processes on one Redis', () => {
     // Three processes stream jobs on the key (and so hear its news); the fourth pauses it.
     const streams = workers
       .slice(1)
-      .map((worker) => send<JobStart[]>(worker, { op: 'run', prefix, key: 'z', rules, jobs }));
+      .map((worker) => ask<JobStart[]>(worker, { op: 'run', prefix, key: 'z', rules, jobs }));
     while ((await client.keys(`${prefix}:*`)).length === 0) await sleep(5);
     await sleep(50);
     const pausedAt = Date.now();
-    const until = await send<number>(workers[0] as Worker, { op: 'pause', prefix, key: 'z', ms: 600 });
+    const until = await ask<number>(workers[0] as WorkerProcess, { op: 'pause', prefix, key: 'z', ms: 600 });
     const starts = (await Promise.all(streams)).flat().map((start) => start.startedAt);
     const during = starts.filter((at) => at > pausedAt + 250 && at < until);
     expect(during).toEqual([]);

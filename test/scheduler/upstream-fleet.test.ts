@@ -4,14 +4,12 @@
  * OpenAI's headers, the schedulers' own rules twice as loose: no 429 once an answer has revealed
  * the budget, and the budget used while work waits.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream.js';
 import { type RedisServer, useRedisServer } from '../support/redis-server.js';
+import { ask, useWorkerProcesses } from '../support/worker-processes.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('../support/upstream-worker.ts', import.meta.url));
 const PROCESSES = 4;
 const WORKERS = 50;
@@ -23,21 +21,7 @@ let server: RedisServer;
 useRedisServer((started) => {
   server = started.server;
 });
-const workers: { child: ChildProcess; lines: AsyncIterator<string> }[] = [];
-beforeAll(async () => {
-  for (let i = 0; i < PROCESSES; i++) {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, String(server.port)], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
-    expect((await lines.next()).value).toBe('ready');
-    workers.push({ child, lines });
-  }
-});
-afterAll(() => {
-  for (const { child } of workers) child.stdin?.end();
-});
+const workers = useWorkerProcesses(WORKER, PROCESSES, () => [String(server.port)]);
 
 let runs = 0;
 
@@ -54,10 +38,9 @@ async function fleet(prepMs: number): Promise<{ upstream: MockUpstream; stallMs:
     prepMs,
   };
   const stalls = await Promise.all(
-    workers.map(async ({ child, lines }, index) => {
+    workers.map(async (worker, index) => {
       const own = Math.floor(WORKERS / PROCESSES) + (index < WORKERS % PROCESSES ? 1 : 0);
-      child.stdin?.write(`${JSON.stringify({ ...run, workers: own, seed: index + 1 })}\n`);
-      return (JSON.parse((await lines.next()).value as string) as { stallMs: number }).stallMs;
+      return (await ask<{ stallMs: number }>(worker, { ...run, workers: own, seed: index + 1 })).stallMs;
     }),
   );
   await upstream.close();

@@ -4,32 +4,14 @@
  * options are checked by createAdaptiveLimit itself, its messages renamed to the config's field.
  */
 import { type AdaptiveLimitOptions, type Criticality, createAdaptiveLimit } from '../../index.js';
-import { CRITICALITIES } from '../../internal.js';
+import { CRITICALITIES, TUNING_OPTIONS } from '../../internal.js';
 import { ConfigError, type Fields, fail, HEADER_NAME, objectAt, oneOf, stringAt } from './check.js';
-
-const ADAPTIVE_FIELDS = [
-  'min',
-  'max',
-  'initial',
-  'window',
-  'smoothing',
-  'tolerance',
-  'percentile',
-  'probeInterval',
-  'probeJitter',
-  'probeConcurrency',
-  'probeSamples',
-  'criticalReserve',
-  'standardReserve',
-  'backoff',
-  'eventLoop',
-] as const;
 
 /** `adaptive: true | { min, max, ... }`: the limit's options, or undefined when it is off. */
 export function parseAdaptive(value: unknown, path: string): AdaptiveLimitOptions | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return {};
-  const fields: Fields = objectAt(value, path, ADAPTIVE_FIELDS);
+  const fields: Fields = objectAt(value, path, TUNING_OPTIONS);
   const options = fields as AdaptiveLimitOptions;
   try {
     createAdaptiveLimit(options);

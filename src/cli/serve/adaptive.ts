@@ -14,7 +14,7 @@ import {
   type Criticality,
   createAdaptiveLimit,
 } from '../../index.js';
-import { CRITICALITIES, endAdmission } from '../../internal.js';
+import { bodyPending, CRITICALITIES, endAdmission } from '../../internal.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
 import { sendProblem } from './reply.js';
@@ -80,15 +80,13 @@ export function addShedding(
 
 /** 503 with Retry-After, problem+json; the connection closes when a body is still to come. */
 function shed(req: IncomingMessage, reply: FastifyReply): void {
-  const hasBody =
-    req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
   reply.header('retry-after', '1');
   sendProblem(
     reply,
     503,
     'Service Unavailable',
     'the upstream is at capacity and this request was shed; retry in 1 second',
-    hasBody && !req.complete,
+    bodyPending(req),
   );
 }
 
