@@ -1,12 +1,47 @@
 import { defineConfig } from 'vitest/config';
 
+// Files whose assertions bound throughput, latency or cross-process timing: on two shared cores a
+// neighbouring file's CPU load starves their worker processes, so they run last, one at a time.
+const timingFiles = [
+  'test/scheduler/multiprocess.test.ts',
+  'test/scheduler/upstream-fleet.test.ts',
+  'test/cli/serve-http.test.ts',
+  'test/cli/adaptive.test.ts',
+  'test/adaptive/lab.test.ts',
+  'test/cli/quota-lease.test.ts',
+  'test/cli/compare.test.ts',
+  'test/stores/multiprocess-lease.test.ts',
+  'test/stores/multiprocess.test.ts',
+  'test/calendar/thresholds-multiprocess.test.ts',
+  'test/bottleneck/cluster.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Redis-backed files each start their own servers; two cores, so keep parallelism modest.
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 20_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'parallel',
+          include: ['test/**/*.test.ts'],
+          exclude: timingFiles,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'timing',
+          include: timingFiles,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });
