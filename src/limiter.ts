@@ -14,6 +14,7 @@ import { createLeases, type Within } from './core/leases.js';
 import {
   createOverrideAdmin,
   createOverrideCache,
+  namesCalendarRule,
   type Override,
   type OverrideEntry,
   type OverrideOptions,
@@ -21,6 +22,7 @@ import {
 import { resolvePlans } from './core/plans.js';
 import { actualCost, createTickets, tokensOf } from './core/settle.js';
 import { createSlots } from './core/slots.js';
+import { createStoreWarnings, hasCalendarRule } from './core/store-warnings.js';
 import type { ThresholdEvent } from './core/thresholds.js';
 import { describe } from './describe.js';
 import { type Duration, parseDuration } from './duration.js';
@@ -288,7 +290,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // Local waits are measured on the store's injected clock when it has one (simulations, tests).
   const clock = store.clock ?? Date.now;
   const emitter = createEmitter<LimiterEvents>();
-  const overrides = createOverrideCache(OVERRIDE_CACHE_KEYS);
+  const lifecycle = createLifecycle();
+  const storeWarnings = createStoreWarnings(
+    store,
+    (warning) => emitter.emit('warning', warning),
+    () => lifecycle.closed,
+  );
+  const overrides = createOverrideCache(OVERRIDE_CACHE_KEYS, (known) => {
+    if (known.set !== undefined && hasCalendarRule(known.set.rules)) storeWarnings.calendarRules();
+  });
   const admin = createOverrideAdmin({ store, prefix, plans: plans.names });
   const tickets = createTickets();
   const slotRules = plans.sets.flatMap((set) =>
@@ -348,16 +358,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     crossed: (event) => emitter.emit('threshold', event),
   });
   const { head, forgetDenials } = checks;
-  const lifecycle = createLifecycle();
   // After this turn, so listeners attached right after createLimiter hear it.
-  const calendar = plans.sets.some((set) => set.rules.some((rule) => rule.periods !== undefined));
-  store.inspect?.({ calendar }).then(
-    (warnings) => {
-      if (!lifecycle.closed) for (const warning of warnings) emitter.emit('warning', warning);
-    },
-    // A store of the application's own that breaks the contract (never rejects) must not crash it.
-    () => undefined,
-  );
+  storeWarnings.inspect(plans.sets.some((set) => hasCalendarRule(set.rules)));
   // An in-process store answers within the turn: only checks that wait on I/O are counted.
   const evaluate =
     store.local === true
@@ -463,6 +465,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function storeOverride(key: string, override: Override, overrideOptions?: OverrideOptions) {
     const keyHeadValue = head(key);
     await admin.set(key, override, overrideOptions);
+    if (namesCalendarRule(override)) storeWarnings.calendarRules();
     leases?.giveBack(keyHeadValue);
     overrides.delete(keyHeadValue);
     forgetDenials(keyHeadValue);

@@ -148,6 +148,13 @@ function ruleOptionsOf(rule: ResolvedRule): RuleOptions {
   return options;
 }
 
+/** Whether an override (already validated) gives rules counted by calendar period. */
+export function namesCalendarRule(override: Override): boolean {
+  if (typeof override !== 'object' || 'block' in override) return false;
+  const rules: readonly RuleOptions[] = Array.isArray(override) ? override : [override as RuleOptions];
+  return rules.some((rule) => rule.period !== undefined);
+}
+
 /** Reads a stored override; throws when it is not one (another tool wrote it, or a newer version). */
 export function decodeOverride(value: string): OverrideSpec {
   const parsed: unknown = JSON.parse(value);
@@ -239,7 +246,11 @@ export interface OverrideCache {
   readonly size: number;
 }
 
-export function createOverrideCache(maxKeys: number): OverrideCache {
+/** @param learned told of each override as it is taken in (the limiter's calendar-durability check). */
+export function createOverrideCache(
+  maxKeys: number,
+  learned: (entry: KnownOverride) => void = () => undefined,
+): OverrideCache {
   const known = new Map<string, KnownOverride>();
   return {
     get size() {
@@ -254,6 +265,7 @@ export function createOverrideCache(maxKeys: number): OverrideCache {
       return entry;
     },
     set(head, entry) {
+      learned(entry);
       known.delete(head);
       known.set(head, entry);
       if (known.size > maxKeys) {

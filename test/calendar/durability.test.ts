@@ -1,7 +1,8 @@
 /**
  * The durability warning: a limiter with a calendar rule on a Redis that persists nothing, or
  * that may evict any key, warns once, naming the cause; a persisting, non-evicting Redis and a
- * limiter without calendar rules are quiet about it.
+ * limiter without calendar rules are quiet about it until an override brings one, in this
+ * process or in another.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,5 +74,71 @@ describe('the durability warning for calendar quotas', () => {
     expect(await warningsOf(MONTHLY)).toEqual([]);
     await io.config('SET', 'appendonly', 'no');
     expect(await warningsOf(MINUTE)).toEqual([]);
+  });
+});
+
+describe('the durability warning for calendar rules given by an override', () => {
+  /** A limiter without calendar rules, on a store of its own (each store reads the config once). */
+  function minuteLimiter() {
+    const limiter = createLimiter({
+      store: redisStore({ client: io }),
+      plans: { only: MINUTE },
+      defaultPlan: 'only',
+    });
+    const warnings: StoreWarning[] = [];
+    limiter.on('warning', (warning) => warnings.push(warning));
+    return { limiter, warnings };
+  }
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+  it('warns the process that sets it, and the one that reads it at its next check, once each', async () => {
+    await io.config('SET', 'save', '');
+    await io.config('SET', 'appendonly', 'no');
+    await io.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const setter = minuteLimiter();
+    const reader = minuteLimiter();
+    try {
+      await settled();
+      expect(setter.warnings.map((warning) => warning.code)).toEqual(['maxmemory-policy']);
+      await setter.limiter.setOverride('org_1', MONTHLY);
+      await setter.limiter.setOverride('org_2', [MINUTE, MONTHLY]);
+      await settled();
+      expect(setter.warnings.map((warning) => warning.code)).toEqual([
+        'maxmemory-policy',
+        'quota-durability',
+      ]);
+      expect(setter.warnings[1]?.message).toContain('Redis persists nothing');
+
+      expect(reader.warnings.map((warning) => warning.code)).toEqual(['maxmemory-policy']);
+      await reader.limiter.check('org_1');
+      await reader.limiter.check('org_2');
+      await settled();
+      expect(reader.warnings.map((warning) => warning.code)).toEqual([
+        'maxmemory-policy',
+        'quota-durability',
+      ]);
+    } finally {
+      await io.config('SET', 'maxmemory-policy', 'noeviction');
+      await setter.limiter.close();
+      await reader.limiter.close();
+      await io.flushall();
+    }
+  });
+
+  it('stays quiet for overrides without a period and for blocks', async () => {
+    await io.config('SET', 'save', '');
+    await io.config('SET', 'appendonly', 'no');
+    const { limiter, warnings } = minuteLimiter();
+    try {
+      await limiter.setOverride('org_1', { ...MINUTE, limit: 50 });
+      await limiter.setOverride('org_2', { block: true });
+      await limiter.check('org_1');
+      await limiter.check('org_2');
+      await settled();
+      expect(warnings).toEqual([]);
+    } finally {
+      await limiter.close();
+      await io.flushall();
+    }
   });
 });
