@@ -84,6 +84,10 @@ descriptors:
     rate_limit:
       unit: day
       requests_per_unit: 3
+  - key: weekly
+    rate_limit:
+      unit: week
+      requests_per_unit: 2
 `,
   // Floodgate's extension: a request over any limit takes from none.
   'strict.yaml': `
@@ -219,6 +223,22 @@ describe('floodgate serve: Envoy rate limit service (gRPC) on Redis', () => {
       descriptor(['message_type', 'marketing'], ['to_number', '2069999999']),
     ]);
     expect(other.statuses[0]).toMatchObject({ code: 'OK', limitRemaining: 4 });
+  });
+
+  it("a week is envoyproxy/ratelimit's: 7 days from the epoch, answered as Envoy's WEEK unit", async () => {
+    const asked = [descriptor(['weekly', 'w-1'])];
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await ask(a, 'internal', asked)).statuses[0]);
+    expect(statuses.map((status) => [status?.code, status?.limitRemaining])).toEqual([
+      ['OK', 1],
+      ['OK', 0],
+      ['OVER_LIMIT', 0],
+    ]);
+    expect(statuses[2]?.currentLimit).toMatchObject({ requestsPerUnit: 2, unit: 'WEEK' });
+    // The window's end as the server's clock places it; the test's clock agrees within seconds.
+    const week = 7 * 86_400;
+    const untilEnd = week - (Math.floor(Date.now() / 1000) % week);
+    expect(Math.abs((statuses[2]?.durationUntilReset?.seconds ?? 0) - untilEnd)).toBeLessThanOrEqual(5);
   });
 
   it('decides every descriptor of a request in one script call', async () => {

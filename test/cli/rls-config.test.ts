@@ -67,6 +67,37 @@ describe('envoyproxy/ratelimit config', () => {
     );
   });
 
+  it("reads every unit as envoyproxy/ratelimit's UnitToDivider does, week included; an unknown unit is refused with the allowed ones", () => {
+    const windowOf = (unit: string) =>
+      parseRlsFile(
+        parse(`domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: ${unit}, requests_per_unit: 1 }`),
+        'f.yaml',
+      ).tree.children.get('k')?.limit?.rule;
+    const day = 86_400_000;
+    const units = {
+      second: 1000,
+      minute: 60_000,
+      hour: 3_600_000,
+      day,
+      Week: 7 * day,
+      MONTH: 30 * day,
+      year: 365 * day,
+    };
+    for (const [unit, window] of Object.entries(units)) {
+      expect(windowOf(unit)).toEqual({
+        name: unit.toLowerCase(),
+        algorithm: 'fixed-window',
+        limit: 1,
+        window,
+      });
+    }
+    expect(
+      error('domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }'),
+    ).toBe(
+      "f.yaml: descriptors[0].rate_limit.unit: \"fortnight\" is not one of 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'WEEK', 'MONTH', 'YEAR'",
+    );
+  });
+
   it('reads a directory of .yaml/.yml files, one domain each; a domain twice is refused', async () => {
     await writeFile(
       join(dir, 'a.yaml'),

@@ -23,12 +23,16 @@ import {
 } from './check.js';
 import { parseYaml } from './yaml.js';
 
-/** The units of RateLimitResponse.RateLimit.Unit, with their windows (a month is 30 days, a year 365). */
+/**
+ * The units of RateLimitResponse.RateLimit.Unit, with envoyproxy/ratelimit's windows: fixed spans
+ * from the Unix epoch (a week is 7 days from a Thursday, a month 30 days, a year 365).
+ */
 export const RLS_UNITS = {
   SECOND: 1_000,
   MINUTE: 60_000,
   HOUR: 3_600_000,
   DAY: 86_400_000,
+  WEEK: 7 * 86_400_000,
   MONTH: 30 * 86_400_000,
   YEAR: 365 * 86_400_000,
 } as const;
