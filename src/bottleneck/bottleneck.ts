@@ -24,6 +24,7 @@ import {
   resolveLimits,
   STRATEGY,
 } from './settings.js';
+import { createSharedReservoir } from './shared-reservoir.js';
 import { States, type Status } from './states.js';
 
 const V1_MESSAGE =
@@ -31,6 +32,8 @@ const V1_MESSAGE =
 const DROPPED = 'This job has been dropped by Bottleneck';
 /** What a job dropped while waiting out minTime ends its grant with (never seen by callers). */
 const DROPPED_RUNNING = new BottleneckError('dropped before it ran');
+/** The store prefix of every limiter's keys (its queue, rules and reservoir, under its id). */
+const PREFIX = 'bottleneck';
 /** Longest a job holds its slots on a store nobody releases it from (a process that died). */
 const LEASE_MS = 60 * 60 * 1000;
 
@@ -104,7 +107,19 @@ export class Bottleneck {
       if (options.clearDatastore === true) await limiter.reset(this.id);
       return clients;
     });
-    this.reservoir = createReservoir(this.limits, () => this.hooked.nudge(this.id));
+    const opened = () => this.hooked.nudge(this.id);
+    const { reservoirs } = connection.store;
+    this.reservoir =
+      connection.local || reservoirs === undefined
+        ? createReservoir(this.limits, opened)
+        : createSharedReservoir({
+            reservoirs,
+            prefix: PREFIX,
+            id: () => this.id,
+            limits: this.limits,
+            clear: options.clearDatastore === true,
+            opened,
+          });
   }
 
   static readonly strategy = STRATEGY;
@@ -129,12 +144,15 @@ export class Bottleneck {
     return createHookedScheduler(
       {
         store: this.home.store,
-        prefix: 'bottleneck',
+        prefix: PREFIX,
         rules: limitRules(this.limits, LEASE_MS, !this.home.local),
         highWater: 10_000_000,
         headers: false,
       },
-      { admit: (_key, cost) => this.reservoir.fits(cost) },
+      {
+        admit: (_key, cost) => this.reservoir.admit(cost),
+        unadmit: (_key, cost) => this.reservoir.unadmit(cost),
+      },
     );
   }
 
@@ -204,7 +222,7 @@ export class Bottleneck {
     if (options.rejectOnDrop !== undefined) this.rejectOnDrop = options.rejectOnDrop !== false;
     // A new id is a new key: jobs from now on share limits with the limiters of that id.
     if (options.id != null) this.id = options.id as string;
-    this.reservoir.configure(next, options);
+    await this.reservoir.configure(next, options);
     return this;
   }
 
@@ -234,7 +252,8 @@ export class Bottleneck {
 
   /** Would a job of `weight` start now? */
   async check(weight = 1): Promise<boolean> {
-    if (!this.reservoir.fits(weight) || (this.home.local && this.nextStart > Date.now())) return false;
+    if (!(await this.reservoir.fits(weight)) || (this.home.local && this.nextStart > Date.now()))
+      return false;
     const decision = await this.hooked.limiter.peek(this.id, { cost: Math.max(1, weight) });
     return decision.allowed;
   }

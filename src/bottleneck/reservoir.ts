@@ -3,21 +3,26 @@
  * `reservoirRefreshAmount` every `reservoirRefreshInterval` and raised by
  * `reservoirIncreaseAmount` (up to `reservoirIncreaseMaximum`) every `reservoirIncreaseInterval`.
  * It gates the head of the scheduler's queue (its `admit` hook); each change that may let the
- * head go calls `opened`. Held in this process (see docs/bottleneck.md).
+ * head go calls `opened`. This one is held in the process (a limiter's own memory store); on a
+ * shared store it is the store's (shared-reservoir.ts).
  */
 import { unref } from '../turns.js';
 import type { LimitSettings } from './settings.js';
 
 export interface Reservoir {
   /** null: no reservoir. */
-  current(): number | null;
+  current(): Promise<number | null>;
   /** Would a job of `weight` fit now? */
-  fits(weight: number): boolean;
+  fits(weight: number): Promise<boolean>;
+  /** The head's gate: may a job of `weight` be checked now (a shared reservoir takes it here)? */
+  admit(weight: number): boolean | Promise<boolean>;
+  /** An admitted job did not start: what `admit` took goes back. */
+  unadmit(weight: number): void;
   /** A job of `weight` started: answers what is left. */
   take(weight: number): number | null;
-  increment(amount: number): number | null;
-  /** New settings: a `reservoir` given sets it, and the timers restart. */
-  configure(limits: LimitSettings, given: Record<string, unknown>): void;
+  increment(amount: number): Promise<number | null>;
+  /** New settings: a `reservoir` given sets it, and the intervals restart. */
+  configure(limits: LimitSettings, given: Record<string, unknown>): Promise<void>;
   /** While jobs wait, the timers keep the process alive (a refresh is what they wait for). */
   keepAlive(waiting: boolean): void;
   stop(): void;
@@ -71,20 +76,24 @@ export function createReservoir(limits: LimitSettings, opened: () => void): Rese
     timers = [];
   }
 
+  const fits = (weight: number) => level === null || weight <= level;
   restart();
   return {
-    current: () => level,
-    fits: (weight) => level === null || weight <= level,
+    current: async () => level,
+    fits: async (weight) => fits(weight),
+    admit: fits,
+    // The local reservoir is taken from only when a job starts.
+    unadmit: () => undefined,
     take(weight) {
       if (level !== null) level -= weight;
       return level;
     },
-    increment(amount) {
+    async increment(amount) {
       level = (level ?? 0) + amount;
       opened();
       return level;
     },
-    configure(next, given) {
+    async configure(next, given) {
       settings = next;
       if ('reservoir' in given) level = next.reservoir;
       restart();

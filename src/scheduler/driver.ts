@@ -11,6 +11,7 @@ import type { Decision } from '../core/decision.js';
 import type { Limiter } from '../limiter.js';
 import type { GrantMark, QueueNews, QueueState, QueueTurn } from '../stores/queue-types.js';
 import type { Job } from './jobs.js';
+import type { SchedulerHooks } from './scheduler.js';
 
 /** After a pause or a spent budget the head waits this much longer at random, so fleets spread out. */
 const JITTER_MS = 50;
@@ -43,8 +44,10 @@ export interface DriverHooks {
   start(job: Job, decision: Decision, mark: Promise<GrantMark>, done: () => void): void;
   /** A pause another participant set on a key this process knows. */
   paused(key: string, until: number, source: string): void;
-  /** A gate of the caller's before the head's check (false: it waits for `nudge`); see SchedulerHooks. */
-  readonly admit?: (key: string, cost: number) => boolean;
+  /** A gate of the caller's before the head's check; see SchedulerHooks. */
+  readonly admit?: SchedulerHooks['admit'];
+  /** Gives back what an admission that answered a promise took; see SchedulerHooks. */
+  readonly unadmit?: SchedulerHooks['unadmit'];
 }
 
 export interface Driver {
@@ -136,13 +139,46 @@ export function createDriver(hooks: DriverHooks): Driver {
       }, wait);
       return;
     }
-    if (hooks.admit !== undefined && !hooks.admit(run.key, job.options.cost)) return;
+    const admitted = hooks.admit === undefined ? true : hooks.admit(run.key, job.options.cost);
+    if (admitted === true) check(run, job, false);
+    else if (admitted !== false) admitLater(run, job, admitted);
+  }
+
+  /** An admission that takes a round trip (a shared reservoir): the head checks once it answers. */
+  function admitLater(run: KeyRun, job: Job, admitted: Promise<boolean>): void {
+    run.checking = true;
+    run.again = false;
+    admitted.then(
+      (admit) => {
+        run.checking = false;
+        if (admit && !job.done) {
+          check(run, job, true);
+          return;
+        }
+        if (admit) hooks.unadmit?.(run.key, job.options.cost);
+        // Refused: the gate nudges when it may open; news meanwhile looks again.
+        if (run.again) go(run);
+        else forgetIfIdle(run);
+      },
+      (error: unknown) => {
+        run.checking = false;
+        giveUp(job, error);
+      },
+    );
+  }
+
+  /** The head's check of the rules; `gated`: an admission took something that a denial gives back. */
+  function check(run: KeyRun, job: Job, gated: boolean): void {
     run.checking = true;
     run.again = false;
     limiter.check(run.key, { cost: job.options.cost }).then(
-      (decision) => decided(run, job, decision),
+      (decision) => {
+        if (gated && (job.done || !decision.allowed)) hooks.unadmit?.(run.key, job.options.cost);
+        decided(run, job, decision);
+      },
       (error: unknown) => {
         run.checking = false;
+        if (gated) hooks.unadmit?.(run.key, job.options.cost);
         giveUp(job, error);
       },
     );

@@ -64,8 +64,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
 /** What a layer built on the scheduler (floodgate/bottleneck) may add; not public API. */
 export interface SchedulerHooks {
-  /** Asked before a head's check of its rules: false holds the head until `nudge(key)`. */
-  readonly admit?: (key: string, cost: number) => boolean;
+  /**
+   * Asked before a head's check of its rules: false holds the head until `nudge(key)`; a promise
+   * (a gate kept in the store) is awaited, and what it took goes back through `unadmit` when the
+   * check denies the job, fails, or the job was given up meanwhile.
+   */
+  readonly admit?: (key: string, cost: number) => boolean | Promise<boolean>;
+  readonly unadmit?: (key: string, cost: number) => void;
 }
 
 /** A scheduler, the limiter it runs jobs through, and `nudge` for its `admit` hook. */
@@ -109,6 +114,7 @@ export function createHookedScheduler(options: SchedulerOptions, hooks: Schedule
     paused: (key, until, source) =>
       emitter.emit('paused', { key, until, source: source as 'response' | 'pause' }),
     admit: hooks.admit,
+    unadmit: hooks.unadmit,
   });
   // The memory store's queues lose no news and have no liveness to renew.
   const heartbeat = limiter.store.local === true ? undefined : setInterval(driver.heartbeat, HEARTBEAT_MS);

@@ -141,6 +141,45 @@ export interface FleetSketches {
   read(prefix: string, by: TopBy, periodMs: number): Promise<readonly Sketch[]>;
 }
 
+/** A shared reservoir's settings (see SharedReservoirs); null: not set. */
+export interface ReservoirSettings {
+  readonly reservoir: number | null;
+  readonly refreshInterval: number | null;
+  readonly refreshAmount: number | null;
+  readonly increaseInterval: number | null;
+  readonly increaseAmount: number | null;
+  readonly increaseMaximum: number | null;
+}
+
+/** A shared reservoir after an operation. */
+export interface ReservoirState {
+  /** Whether a take took its weight (always true for the other operations, and with no reservoir). */
+  readonly taken: boolean;
+  /** The level; null when no reservoir is set. */
+  readonly level: number | null;
+  /** Milliseconds to the next refresh or increase; undefined when none is set. */
+  readonly nextMs: number | undefined;
+  /** When the last refresh was due, on the store's clock (-1: none): names the level's refresh for `giveBack`. */
+  readonly refill: number;
+}
+
+/**
+ * Reservoirs of weight shared by every process on the store (floodgate/bottleneck's reservoir
+ * for limiters with one id), refreshed and increased on the store's clock.
+ */
+export interface SharedReservoirs {
+  /** Sets the reservoir of a key (by its head) unless one is there already (`clear`: replaces it). */
+  init(head: string, settings: ReservoirSettings, clear: boolean): Promise<ReservoirState>;
+  /** Changes the settings given; a new interval or amount restarts the intervals from now. */
+  update(head: string, settings: Partial<ReservoirSettings>): Promise<ReservoirState>;
+  /** Takes `weight` if the level allows it (a key without a reservoir always allows). */
+  take(head: string, weight: number): Promise<ReservoirState>;
+  /** Adds `amount` to the level (a key without a reservoir starts from 0). */
+  add(head: string, amount: number): Promise<ReservoirState>;
+  /** Returns a take's `weight` unless a refresh came after the take's (`refill`): it set the level afresh. */
+  giveBack(head: string, weight: number, refill: number): Promise<ReservoirState>;
+}
+
 /** A risk found in a store's own configuration at run time (see the limiter's `warning` event). */
 /** What a limiter's rules need of a store, for `inspect`. */
 export interface InspectNeeds {
@@ -268,6 +307,8 @@ export interface Store {
    * (the memory store: one process is the fleet) answer `top({ fleet: true })` from the process's own.
    */
   readonly sketches?: FleetSketches;
+  /** Reservoirs shared across processes (floodgate/bottleneck); a store without it keeps them per process. */
+  readonly reservoirs?: SharedReservoirs;
   /** Forgets all state of the rules under `head` (not its override). */
   reset(head: string, rules: readonly ResolvedRule[]): Promise<void>;
   /** Stores `value` as the override of `key` under `prefix`, for `ttlMs` (undefined: until cleared). */

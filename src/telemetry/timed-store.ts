@@ -34,6 +34,7 @@ export function timedStore(store: Store, observe: ObserveStoreCall): Store {
     ...(store.inspect !== undefined ? { inspect: store.inspect.bind(store) } : {}),
     // Left out, a gateway's limiters could not merge their heavy hitters into the fleet's.
     ...(store.sketches !== undefined ? { sketches: store.sketches } : {}),
+    ...(store.reservoirs !== undefined ? { reservoirs: store.reservoirs } : {}),
     evaluate(head, rules, cost, consume, overrideSeen) {
       const started = performance.now();
       const operation = consume ? 'check' : 'peek';

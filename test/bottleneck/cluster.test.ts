@@ -1,7 +1,7 @@
 /**
  * Clustering as Bottleneck documents it: limiters with the same `id` on one Redis share their
  * limits, here across 3 OS processes on a throwaway Redis — at most maxConcurrent jobs run at
- * once over all of them, and starts are minTime apart over all of them.
+ * once over all of them, starts are minTime apart over all of them, and one reservoir feeds them all.
  */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -57,6 +57,25 @@ describe('limiters with the same id in 3 processes on one Redis', () => {
     // whole run cannot be shorter than 8 gaps.
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(70);
     expect((grants.at(-1) as number) - (grants[0] as number)).toBeGreaterThanOrEqual(8 * 80 - 10);
+  }, 30_000);
+});
+
+describe('a reservoir shared by the limiters of one id in 3 processes', () => {
+  it('grants at most the reservoir between refreshes over all the processes', async () => {
+    const runs = await runEverywhere({
+      id: 'shared-reservoir',
+      jobs: 4,
+      maxConcurrent: 20,
+      minTime: 0,
+      jobMs: 1,
+      reservoir: { reservoir: 4, reservoirRefreshInterval: 500, reservoirRefreshAmount: 4 },
+    });
+    expect(runs).toHaveLength(12);
+    const grants = runs.map(([grant]) => grant).sort((a, b) => a - b);
+    // Three refills of 4 (the first limiter's, then two refreshes): each group of 4 at least a
+    // refresh after the one before, less what the processes' own timers may lag.
+    expect((grants[4] as number) - (grants[0] as number)).toBeGreaterThanOrEqual(400);
+    expect((grants[8] as number) - (grants[4] as number)).toBeGreaterThanOrEqual(400);
   }, 30_000);
 });
 

@@ -83,6 +83,7 @@ const MAY_IMPORT: Record<string, Allowed[]> = {
   'bottleneck/': [
     'leaf',
     'scheduler/',
+    'base/',
     'stores/memory/',
     'stores/redis/',
     { types: 'stores/types.ts' },

@@ -1,8 +1,8 @@
 /**
  * A floodgate/bottleneck limiter in a process of its own, for test/bottleneck/cluster.test.ts: on
  * a line of stdin (JSON) it runs `jobs` jobs on a limiter with the shared `id` on the Redis at
- * argv[2] (datastore 'ioredis'), and answers one JSON line: each job's grant (its `scheduled`
- * event), start and end, epoch ms.
+ * argv[2] (datastore 'ioredis'), with the order's reservoir settings if any, and answers one JSON
+ * line: each job's grant (its `scheduled` event), start and end, epoch ms.
  */
 import { createInterface } from 'node:readline';
 import Bottleneck from '../../src/bottleneck/index.js';
@@ -13,6 +13,7 @@ interface Order {
   maxConcurrent: number;
   minTime: number;
   jobMs: number;
+  reservoir?: { reservoir: number; reservoirRefreshInterval: number; reservoirRefreshAmount: number };
 }
 
 const port = Number(process.argv[2]);
@@ -24,6 +25,7 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
     clientOptions: { host: '127.0.0.1', port },
     maxConcurrent: order.maxConcurrent,
     minTime: order.minTime,
+    ...order.reservoir,
   });
   await limiter.ready();
   const granted = new Map<string, number>();

@@ -20,6 +20,7 @@ import {
 import { redisOverrides } from './overrides.js';
 import { redisQueues } from './queue.js';
 import { readinessOf } from './ready.js';
+import { redisReservoirs } from './reservoirs.js';
 import { describeRules, ruleKeys, settleArgs } from './rule-layout.js';
 import { BASE_SCRIPT } from './script.js';
 import { createServerClock, SERVER_TIME, STAMP } from './server-clock.js';
@@ -162,6 +163,7 @@ export function redisStore(options: RedisStoreOptions): RedisStore {
     lease: redisLease(run, now),
     queues: redisQueues(run, now, subscriberOf(options.client)),
     sketches: redisSketches(run, now),
+    reservoirs: redisReservoirs(run, now),
     async settle(head, rules, reserved, actual, tokens, refund) {
       await afterCheck('s', head, rules, reserved, actual, tokens, refund);
     },
