@@ -117,19 +117,8 @@ function bottleneck(redis: boolean): SchedulerContender {
     name: redis ? 'Bottleneck (Redis clustering)' : 'Bottleneck (local)',
     role: 'peer',
     shared: redis,
-    async create({ limit, windowMs, server, prefix }) {
-      const limiter = new Bottleneck({
-        reservoir: limit,
-        reservoirRefreshAmount: limit,
-        reservoirRefreshInterval: windowMs,
-        ...(redis
-          ? {
-              id: prefix,
-              datastore: 'ioredis',
-              clientOptions: { host: '127.0.0.1', port: server.port },
-            }
-          : {}),
-      });
+    async create(setup) {
+      const limiter = new Bottleneck(bottleneckOptions(redis, setup));
       await limiter.ready();
       return {
         schedule: (job) => limiter.schedule(async () => job()),
@@ -150,25 +139,31 @@ async function floodgateBottleneck(): Promise<typeof Bottleneck | undefined> {
   }
 }
 
-/**
- * floodgate/bottleneck configured exactly as Bottleneck above (local mode: its reservoir is
- * held per process, so it has no Redis row that would mean the same limit).
- */
-function floodgateBottleneckLocal(): SchedulerContender {
+/** Bottleneck's options for the scenario's limit: a reservoir refilled every window, shared by `id` on Redis. */
+function bottleneckOptions(redis: boolean, { limit, windowMs, server, prefix }: SchedulerSetup) {
   return {
-    name: 'floodgate/bottleneck (local)',
+    reservoir: limit,
+    reservoirRefreshAmount: limit,
+    reservoirRefreshInterval: windowMs,
+    ...(redis
+      ? { id: prefix, datastore: 'ioredis', clientOptions: { host: '127.0.0.1', port: server.port } }
+      : {}),
+  };
+}
+
+/** floodgate/bottleneck configured exactly as Bottleneck above, local or clustering on Redis. */
+function floodgateBottleneckContender(redis: boolean): SchedulerContender {
+  return {
+    name: redis ? 'floodgate/bottleneck (Redis clustering)' : 'floodgate/bottleneck (local)',
     role: 'floodgate',
-    shared: false,
+    shared: redis,
     async unavailable() {
       return (await floodgateBottleneck()) ? undefined : 'floodgate/bottleneck not in this build';
     },
-    async create({ limit, windowMs }) {
+    async create(setup) {
       const Class = (await floodgateBottleneck()) as typeof Bottleneck;
-      const limiter = new Class({
-        reservoir: limit,
-        reservoirRefreshAmount: limit,
-        reservoirRefreshInterval: windowMs,
-      });
+      const limiter = new Class(bottleneckOptions(redis, setup));
+      await limiter.ready();
       return {
         schedule: (job) => limiter.schedule(async () => job()),
         async close() {
@@ -186,5 +181,6 @@ export const SCHEDULER_CONTENDERS: readonly SchedulerContender[] = [
   pQueue(true),
   bottleneck(false),
   bottleneck(true),
-  floodgateBottleneckLocal(),
+  floodgateBottleneckContender(false),
+  floodgateBottleneckContender(true),
 ];

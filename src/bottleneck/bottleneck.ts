@@ -79,6 +79,8 @@ export class Bottleneck {
   private nextStart = 0;
   private lastActive = Date.now();
   private readonly onSettled = new Set<() => void>();
+  /** Each queued job's weight, by the abort signal the scheduler's job carries. */
+  private readonly weights = new WeakMap<AbortSignal, number>();
   /** Jobs granted and waiting out minTime (RUNNING): `stop` drops them too. */
   private readonly spacing = new Set<Job>();
 
@@ -150,8 +152,8 @@ export class Bottleneck {
         headers: false,
       },
       {
-        admit: (_key, cost) => this.reservoir.admit(cost),
-        unadmit: (_key, cost) => this.reservoir.unadmit(cost),
+        admit: (_key, job) => this.reservoir.admit(this.weightOf(job)),
+        unadmit: (_key, job) => this.reservoir.unadmit(this.weightOf(job)),
       },
     );
   }
@@ -441,9 +443,15 @@ export class Bottleneck {
     return reachedHWM;
   }
 
+  /** A scheduler job's Bottleneck weight (its cost is at least 1; the reservoir takes the weight). */
+  private weightOf(scheduled: { readonly signal?: AbortSignal | undefined }): number {
+    return (scheduled.signal && this.weights.get(scheduled.signal)) ?? 1;
+  }
+
   private enqueue(job: Job): void {
     const { priority, weight } = job.options;
     const { abort } = job;
+    this.weights.set(abort.signal, weight);
     this.hooked.scheduler
       .schedule(() => this.start(job), {
         key: this.id,

@@ -139,7 +139,7 @@ export function createDriver(hooks: DriverHooks): Driver {
       }, wait);
       return;
     }
-    const admitted = hooks.admit === undefined ? true : hooks.admit(run.key, job.options.cost);
+    const admitted = hooks.admit === undefined ? true : hooks.admit(run.key, job.options);
     if (admitted === true) check(run, job, false);
     else if (admitted !== false) admitLater(run, job, admitted);
   }
@@ -155,7 +155,7 @@ export function createDriver(hooks: DriverHooks): Driver {
           check(run, job, true);
           return;
         }
-        if (admit) hooks.unadmit?.(run.key, job.options.cost);
+        if (admit) hooks.unadmit?.(run.key, job.options);
         // Refused: the gate nudges when it may open; news meanwhile looks again.
         if (run.again) go(run);
         else forgetIfIdle(run);
@@ -173,12 +173,12 @@ export function createDriver(hooks: DriverHooks): Driver {
     run.again = false;
     limiter.check(run.key, { cost: job.options.cost }).then(
       (decision) => {
-        if (gated && (job.done || !decision.allowed)) hooks.unadmit?.(run.key, job.options.cost);
+        if (gated && (job.done || !decision.allowed)) hooks.unadmit?.(run.key, job.options);
         decided(run, job, decision);
       },
       (error: unknown) => {
         run.checking = false;
-        if (gated) hooks.unadmit?.(run.key, job.options.cost);
+        if (gated) hooks.unadmit?.(run.key, job.options);
         giveUp(job, error);
       },
     );

@@ -69,8 +69,8 @@ export interface SchedulerHooks {
    * (a gate kept in the store) is awaited, and what it took goes back through `unadmit` when the
    * check denies the job, fails, or the job was given up meanwhile.
    */
-  readonly admit?: (key: string, cost: number) => boolean | Promise<boolean>;
-  readonly unadmit?: (key: string, cost: number) => void;
+  readonly admit?: (key: string, job: JobOptions) => boolean | Promise<boolean>;
+  readonly unadmit?: (key: string, job: JobOptions) => void;
 }
 
 /** A scheduler, the limiter it runs jobs through, and `nudge` for its `admit` hook. */

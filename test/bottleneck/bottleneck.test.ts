@@ -277,6 +277,15 @@ describe('reservoir', () => {
     expect(await growing.currentReservoir()).toBe(5);
     await growing.disconnect();
   });
+
+  it('a job of weight 0 takes nothing and runs while it is empty, as in Bottleneck (depleted: it is 0)', async () => {
+    const limiter = new Bottleneck({ reservoir: 0 });
+    let depleted = 0;
+    limiter.on('depleted', () => depleted++);
+    expect(await limiter.schedule({ weight: 0 }, async () => 'ran')).toBe('ran');
+    expect(await limiter.currentReservoir()).toBe(0);
+    expect(depleted).toBe(1);
+  });
 });
 
 describe('jobs', () => {

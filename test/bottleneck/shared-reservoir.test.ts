@@ -98,7 +98,7 @@ describe('a reservoir shared by limiters with one id', () => {
     expect(await limiter.currentReservoir()).toBe(7);
   });
 
-  it('a job heavier than what is left waits; a limiter without a reservoir on its id takes nothing', async () => {
+  it('a job heavier than what is left waits, one of weight 0 does not; a limiter without a reservoir on its id takes nothing', async () => {
     const limiter = await limiterOf({ id: 'heavy', reservoir: 2 });
     let ran = false;
     const heavy = limiter.schedule({ weight: 3 }, async () => {
@@ -108,6 +108,10 @@ describe('a reservoir shared by limiters with one id', () => {
     expect(ran).toBe(false);
     await limiter.incrementReservoir(1);
     await heavy;
+    expect(await limiter.currentReservoir()).toBe(0);
+
+    // Weight 0 takes nothing and is not held back by an empty reservoir, as in Bottleneck.
+    expect(await limiter.schedule({ weight: 0 }, async () => 'ran')).toBe('ran');
     expect(await limiter.currentReservoir()).toBe(0);
 
     const free = await limiterOf({ id: 'no-reservoir' });
