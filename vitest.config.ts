@@ -14,6 +14,7 @@ const timingFiles = [
   'test/stores/multiprocess.test.ts',
   'test/calendar/thresholds-multiprocess.test.ts',
   'test/bottleneck/cluster.test.ts',
+  'test/bottleneck/octokit.test.ts',
 ];
 
 export default defineConfig({

@@ -51,7 +51,9 @@ export function createSharedReservoir(options: SharedReservoirOptions): Reservoi
   const { reservoirs, prefix, opened } = options;
   const head = () => keyHead(prefix, options.id());
   let known: ReservoirState = { taken: true, level: null, nextMs: undefined, refill: -1 };
-  let knownAt = 0;
+  // Options without a reservoir admit at once from the start; the init's answer may say otherwise.
+  const configured = Object.values(settingsOf(options.limits)).some((setting) => setting != null);
+  let knownAt = configured ? 0 : Date.now();
   /** The head's last admission: the level it left (for `depleted`) and its refresh (for a give-back). */
   let admission: ReservoirState = known;
   let refill: ReturnType<typeof setTimeout> | undefined;
@@ -98,7 +100,7 @@ export function createSharedReservoir(options: SharedReservoirOptions): Reservoi
         return true;
       }
       return ready
-        .then(() => reservoirs.take(head(), weight))
+        .then(() => (active() ? reservoirs.take(head(), weight) : known))
         .then((state) => {
           learn(state);
           admission = state;
