@@ -1,9 +1,11 @@
 /**
  * The scheduler on a throwaway Redis Cluster through each client (ioredis, node-redis,
  * iovalkey): two schedulers share a key's queue (its keys in one hash slot, news over the
- * cluster's pub/sub), grant at most the limit in every window, and hear each other's pause.
+ * cluster's pub/sub), grant at most the limit in every window, and hear each other's pause; and
+ * floodgate/bottleneck's limiters of one id share maxConcurrent and the reservoir there.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Bottleneck from '../../src/bottleneck/index.js';
 import { createScheduler, type RuleOptions, type Scheduler } from '../../src/index.js';
 import { type ClusterClients, connectClients } from '../cluster/clients.js';
 import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.js';
@@ -63,3 +65,30 @@ describe.each(['ioredis', 'node-redis', 'iovalkey'])('the scheduler on Redis Clu
     await Promise.all([one.close(), two.close()]);
   });
 });
+
+describe.each(['ioredis', 'node-redis', 'iovalkey'])(
+  'floodgate/bottleneck on Redis Cluster through %s',
+  (name) => {
+    it('limiters of one id share maxConcurrent and the reservoir', async () => {
+      const client = { ioredis: clients.ioredis, 'node-redis': clients.nodeRedis, iovalkey: clients.valkey }[
+        name
+      ];
+      const options = { id: `bn-${name}`, client, maxConcurrent: 1, reservoir: 6 };
+      const [one, two] = [new Bottleneck(options), new Bottleneck(options)];
+      await Promise.all([one.ready(), two.ready()]);
+      let running = 0;
+      let most = 0;
+      const job = async () => {
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        running--;
+      };
+      await Promise.all([0, 1, 2, 3].map((i) => (i % 2 ? one : two).schedule(job)));
+      expect(most).toBe(1);
+      expect(await one.currentReservoir()).toBe(2);
+      await two.incrementReservoir(3);
+      expect(await one.currentReservoir()).toBe(5);
+      await Promise.all([one.disconnect(), two.disconnect()]);
+    });
+  },
+);
