@@ -15,6 +15,7 @@ import { parseGatewayConfig } from '../../src/cli/config/schema.js';
 import { createLimiterCache } from '../../src/cli/serve/limiters.js';
 import { createLogger } from '../../src/cli/serve/log.js';
 import { gatewayMetrics } from '../../src/cli/serve/metrics.js';
+import { openStore } from '../../src/cli/serve/store.js';
 import { memoryStore } from '../../src/index.js';
 import { startRedisServer } from '../support/redis-server.js';
 import { runCli } from './support/cli.js';
@@ -57,6 +58,37 @@ describe('calendar rules in the gateway', () => {
     );
   });
 
+  it('logs the quota-durability warning once, on a Redis that persists nothing, and lists it for /healthz', async () => {
+    const redis = await startRedisServer();
+    const output = new PassThrough();
+    let logged = '';
+    output.on('data', (chunk) => {
+      logged += chunk;
+    });
+    const logger = createLogger(output);
+    const metrics = gatewayMetrics();
+    const store = await openStore({ url: redis.url }, logger, metrics);
+    try {
+      const config = parseGatewayConfig(PLANS);
+      const limiters = createLimiterCache({ config, metrics, logger, store });
+      // Two limiters with calendar rules on the one store: one warning.
+      limiters.get(config.plans);
+      limiters.forRules([{ algorithm: 'fixed-window', limit: 9, period: 'day' }]);
+      await expect.poll(() => store.warnings().length, { timeout: 5_000, interval: 20 }).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const warnings = logged
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.event === 'store_warning');
+      expect(warnings.map((line) => line.code)).toEqual(['quota-durability']);
+      expect(store.warnings()[0]).toContain('Redis persists nothing');
+    } finally {
+      await store.close();
+      await redis.stop();
+    }
+  });
+
   it('logs each threshold crossed as event threshold and counts it by rule and threshold', async () => {
     const config = parseGatewayConfig(PLANS);
     const output = new PassThrough();
@@ -75,6 +107,7 @@ describe('calendar rules in the gateway', () => {
         target: undefined,
         label: 'memory',
         warnings: () => [],
+        report: () => undefined,
         ping: async () => {},
         close: async () => {},
       },

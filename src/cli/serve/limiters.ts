@@ -56,6 +56,7 @@ export function createLimiterCache(parts: LimiterParts) {
         logger.warn('store_degraded', { reason, policy: config.onStoreError, error: cause });
       });
       limiter.on('recovered', () => logger.info('store_recovered', { store: parts.store.label }));
+      limiter.on('warning', (warning) => parts.store.report(warning));
       // Once per key, rule, threshold and period across every gateway on the store (decided in its script).
       limiter.on('threshold', (event) => {
         metrics.thresholds.inc({ rule: event.rule, threshold: String(event.threshold) });

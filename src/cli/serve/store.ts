@@ -3,7 +3,7 @@
  * call is timed for the `floodgate_store_latency_seconds` histogram. A store outlives config
  * reloads unless the reload points at another Redis, so counts survive a SIGHUP.
  */
-import { memoryStore, redisStore, type Store } from '../../index.js';
+import { memoryStore, redisStore, type Store, type StoreWarning } from '../../index.js';
 import { timedStore } from '../../internal.js';
 import { connectRedis, type RedisConnection, type RedisTarget } from '../redis.js';
 import type { Logger } from './log.js';
@@ -16,6 +16,11 @@ export interface StoreHandle {
   readonly label: string;
   /** Risks found in the store's configuration (an allkeys-* maxmemory-policy), for /healthz. */
   warnings(): readonly string[];
+  /**
+   * A risk a limiter on this store found (its `warning` event: e.g. calendar quotas on a Redis
+   * that persists nothing): logged and listed once per code, whichever limiter found it.
+   */
+  report(warning: StoreWarning): void;
   /** Resolves when the store answers (Redis PING), rejects otherwise. */
   ping(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -32,6 +37,7 @@ export async function openStore(
       target,
       label: 'memory',
       warnings: () => [],
+      report: () => undefined,
       ping: async () => {},
       close: async () => {},
     };
@@ -48,17 +54,24 @@ export async function openStore(
     },
   });
   const store = redisStore({ client: connection.client });
-  // Logged once per store, at start and when a reload opens another one.
+  // Logged once per store and code, at start and when a reload opens another one.
   let warnings: readonly string[] = [];
+  const reported = new Set<string>();
+  const report = (warning: StoreWarning) => {
+    if (reported.has(warning.code)) return;
+    reported.add(warning.code);
+    warnings = [...warnings, warning.message];
+    logger.warn('store_warning', { store: connection.label, ...warning });
+  };
   store.inspect?.().then((found) => {
-    warnings = found.map((warning) => warning.message);
-    for (const warning of found) logger.warn('store_warning', { store: connection.label, ...warning });
+    for (const warning of found) report(warning);
   });
   return {
     store: timed(store, metrics),
     target,
     label: connection.label,
     warnings: () => warnings,
+    report,
     async ping(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;
       try {
