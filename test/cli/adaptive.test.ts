@@ -126,6 +126,36 @@ describe('serve --adaptive', () => {
     expect(JSON.parse(body)).toMatchObject({ status: 503, title: 'Service Unavailable' });
   });
 
+  it("a route's own limit holds that route's requests alone; the others, with no limit of their own, pass", async () => {
+    // Slow answers (300 ms): five requests sent together are all in flight at once.
+    const slow = await startCongestedUpstream({ capacity: 16, latencyMs: 300 });
+    const { url, admin } = await startGateway({
+      upstream: slow.url,
+      routes: [
+        { name: 'reports', path: '/reports/*', adaptive: { initial: 1, max: 1 }, priority: 'standard' },
+      ],
+    });
+    const statuses = async (path: string) =>
+      Promise.all(
+        Array.from({ length: 5 }, async () => {
+          const response = await fetch(`${url}${path}`);
+          await response.arrayBuffer();
+          return response.status;
+        }),
+      );
+    const [reports, work] = await Promise.all([statuses('/reports/q1'), statuses('/work')]).finally(() =>
+      slow.close(),
+    );
+    // Five at once against a limit of 1: one is let through, the rest are shed at once.
+    expect(reports.filter((status) => status === 200)).toHaveLength(1);
+    expect(reports.filter((status) => status === 503)).toHaveLength(4);
+    expect(work).toEqual([200, 200, 200, 200, 200]);
+    const metrics = await (await fetch(`${admin}/metrics`)).text();
+    expect(metrics).toMatch(/^floodgate_adaptive_shed_total\{priority="standard",route="reports"\} 4$/m);
+    expect(metrics).toMatch(/^floodgate_adaptive_limit\{route="reports"\} 1$/m);
+    expect(metrics).not.toMatch(/^floodgate_adaptive_limit /m);
+  });
+
   it('refuses bad settings, naming the field', async () => {
     const check = async (config: object) => {
       const file = join(dir, `bad-${Math.random()}.json`);
@@ -141,6 +171,19 @@ describe('serve --adaptive', () => {
     expect(route.stderr).toContain(
       "routes[0].priority: \"urgent\" is not one of 'critical', 'standard', 'sheddable'",
     );
+    const routeLimit = await check({ routes: [{ path: '/a', adaptive: { max: 0 } }] });
+    expect(routeLimit.stderr).toContain('routes[0].adaptive.max: 0 must be an integer from 1 to 1000000');
+    const unlimitedRoute = await check({
+      routes: [
+        { path: '/a', adaptive: true, priority: 'critical' },
+        { path: '/b', priority: 'sheddable' },
+      ],
+    });
+    expect(unlimitedRoute.stderr).toContain(
+      'routes[1].priority: a criticality only matters with the adaptive limit',
+    );
+    const ownLimit = await check({ routes: [{ name: 'a', path: '/a', adaptive: { max: 8 } }] });
+    expect(ownLimit.stdout).toContain('route a: * /a (its own adaptive limit (max 8)) -> ');
     const ok = await check({ adaptive: { max: 200 }, priorityHeader: 'X-Priority' });
     expect(ok.stdout).toContain(
       "adaptive    concurrency limit following the upstream's latency (max 200); criticality from header x-priority",

@@ -34,9 +34,25 @@ export function parsePriority(value: unknown, path: string): Criticality | undef
   return oneOf(value, path, CRITICALITIES);
 }
 
-/** Checks that a criticality only matters where the adaptive limit is on. */
-export function checkPriorityUse(adaptive: AdaptiveLimitOptions | undefined, used: string | undefined): void {
-  if (adaptive === undefined && used !== undefined) {
-    fail(used, 'a criticality only matters with the adaptive limit: set adaptive (or --adaptive) too');
-  }
+/** What the priority check needs of a route. */
+interface PrioritizedRoute {
+  readonly where: string;
+  readonly priority: Criticality | undefined;
+  readonly adaptive: AdaptiveLimitOptions | undefined;
+}
+
+/**
+ * Checks that a criticality only matters where an adaptive limit is on: the priority header
+ * needs one somewhere, a route's priority the upstream's or the route's own.
+ */
+export function checkPriorityUse(
+  adaptive: AdaptiveLimitOptions | undefined,
+  header: string | undefined,
+  routes: readonly PrioritizedRoute[],
+): void {
+  const hint = 'a criticality only matters with the adaptive limit: set adaptive (or --adaptive) too';
+  if (adaptive !== undefined) return;
+  const unlimited = routes.find((route) => route.priority !== undefined && route.adaptive === undefined);
+  if (unlimited !== undefined) fail(`${unlimited.where}.priority`, hint);
+  if (header !== undefined && routes.every((route) => route.adaptive === undefined)) fail(header, hint);
 }

@@ -3,9 +3,9 @@
  * cost or exemption. Two entries may not claim the same method and path. Patterns match the
  * normalized request path, without regard to case unless a route says `caseSensitive: true`.
  */
-import type { Criticality, RuleOptions } from '../../index.js';
+import type { AdaptiveLimitOptions, Criticality, RuleOptions } from '../../index.js';
 import { resolveRules } from '../../internal.js';
-import { parsePriority } from './adaptive.js';
+import { parseAdaptive, parsePriority } from './adaptive.js';
 import {
   arrayAt,
   booleanAt,
@@ -46,6 +46,8 @@ export interface RouteSpec {
   readonly skip: boolean;
   /** The criticality of the route's requests under the adaptive limit (a priority header overrides it). */
   readonly priority: Criticality | undefined;
+  /** The route's own adaptive limit, in place of the upstream's (`adaptive` on the route). */
+  readonly adaptive: AdaptiveLimitOptions | undefined;
   /** Rules per plan for this route (the plan's own rules included unless `inherit: false`). */
   readonly rules: ReadonlyMap<string, readonly RuleOptions[]>;
 }
@@ -91,6 +93,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       'skip',
       'caseSensitive',
       'priority',
+      'adaptive',
       ...LIMIT_FIELDS,
     ]);
     const path = parsePath(fields.path, `${where}.path`);
@@ -167,6 +170,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       settle,
       skip,
       priority: parsePriority(fields.priority, `${where}.priority`),
+      adaptive: parseAdaptive(fields.adaptive, `${where}.adaptive`),
       rules: skip ? new Map() : perPlan,
     });
   }
@@ -196,6 +200,7 @@ export function parseRoutes(raw: Fields, plans: ReadonlyMap<string, readonly Rul
       settle: undefined,
       skip: true,
       priority: undefined,
+      adaptive: undefined,
       rules: new Map(),
     });
   }

@@ -171,12 +171,7 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
   }
   const adaptive = parseAdaptive(raw.adaptive, at('adaptive'));
   const priorityHeader = parsePriorityHeader(raw.priorityHeader, at('priorityHeader'));
-  checkPriorityUse(
-    adaptive,
-    priorityHeader !== undefined
-      ? at('priorityHeader')
-      : routes.filter((route) => route.priority !== undefined).map((route) => `${route.where}.priority`)[0],
-  );
+  checkPriorityUse(adaptive, priorityHeader === undefined ? undefined : at('priorityHeader'), routes);
   const admin = raw.admin === undefined ? {} : objectAt(raw.admin, at('admin'), ['host', 'port']);
   const adminPort =
     admin.port === undefined

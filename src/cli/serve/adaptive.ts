@@ -1,9 +1,10 @@
 /**
- * `--adaptive`: the adaptive concurrency limit in front of the upstream. Every request asks it
+ * `--adaptive`: the adaptive concurrency limit in front of the upstream, and a route's own
+ * (`adaptive` on a route) in its place for that route's requests. Every request asks its limit
  * first, in the gateway's first hook: one it refuses gets 503 at once, before its body is read
  * and before any rate-limit check; one it lets through holds its place until its response ends,
- * and the time to the response's head is the latency it learns from. The limit lives for the
- * process, across reloads, while its settings stay the same.
+ * and the time to the response's head is the latency it learns from. Each limit lives for the
+ * process, across reloads, while its settings (and its route's name) stay the same.
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -19,22 +20,49 @@ import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
 import { sendProblem } from './reply.js';
 
-/** The process's adaptive limit, rebuilt only when a reload changes its settings. */
-export interface AdaptiveHolder {
-  limitFor(options: AdaptiveLimitOptions | undefined): AdaptiveLimit | undefined;
+/** The limits of one generation: the upstream's, and routes' own by route name. */
+export interface AdaptiveLimits {
+  readonly upstream: AdaptiveLimit | undefined;
+  readonly routes: ReadonlyMap<string, AdaptiveLimit>;
 }
 
+/** The process's adaptive limits, each rebuilt only when a reload changes its settings. */
+export interface AdaptiveHolder {
+  limitsFor(config: Pick<GatewayConfig, 'adaptive' | 'routes'>): AdaptiveLimits;
+}
+
+/** The upstream's limit is held under '' (a route's name is never empty). */
+const UPSTREAM = '';
+
 export function adaptiveHolder(): AdaptiveHolder {
-  let held: { signature: string; limit: AdaptiveLimit } | undefined;
+  let held = new Map<string, { signature: string; limit: AdaptiveLimit }>();
   return {
-    limitFor(options) {
-      if (options === undefined) return undefined;
-      const signature = JSON.stringify(options);
-      if (held?.signature !== signature) held = { signature, limit: createAdaptiveLimit(options) };
-      return held.limit;
+    limitsFor(config) {
+      const wanted: [string, AdaptiveLimitOptions][] = [];
+      if (config.adaptive !== undefined) wanted.push([UPSTREAM, config.adaptive]);
+      for (const route of config.routes)
+        if (route.adaptive !== undefined) wanted.push([route.name, route.adaptive]);
+      const next = new Map<string, { signature: string; limit: AdaptiveLimit }>();
+      for (const [name, options] of wanted) {
+        const signature = JSON.stringify(options);
+        const kept = held.get(name);
+        next.set(
+          name,
+          kept?.signature === signature ? kept : { signature, limit: createAdaptiveLimit(options) },
+        );
+      }
+      held = next;
+      const routes = new Map(
+        [...next].filter(([name]) => name !== UPSTREAM).map(([name, { limit }]) => [name, limit]),
+      );
+      return { upstream: next.get(UPSTREAM)?.limit, routes };
     },
   };
 }
+
+/** Whether any request of the generation asks a limit. */
+export const anyLimit = (limits: AdaptiveLimits | undefined): limits is AdaptiveLimits =>
+  limits !== undefined && (limits.upstream !== undefined || limits.routes.size > 0);
 
 interface Admitted {
   readonly admission: Admission;
@@ -44,22 +72,32 @@ interface Admitted {
 
 const admitted = new WeakMap<FastifyRequest, Admitted>();
 
-/** Adds the adaptive limit's hooks to a generation's app. */
+/** What the hooks know of a request's route. */
+export interface RouteOfRequest {
+  readonly route: string;
+  readonly priority: Criticality | undefined;
+}
+
+/** Adds the adaptive limits' hooks to a generation's app. */
 export function addShedding(
   app: FastifyInstance,
-  limit: AdaptiveLimit,
+  limits: AdaptiveLimits,
   config: GatewayConfig,
   metrics: GatewayMetrics,
-  routePriority: (request: FastifyRequest) => Criticality | undefined,
+  routeOf: (request: FastifyRequest) => RouteOfRequest | undefined,
 ): void {
-  const criticalityOf = (request: FastifyRequest): Criticality =>
-    headerCriticality(request.raw, config.priorityHeader) ?? routePriority(request) ?? 'standard';
-
   app.addHook('onRequest', async (request, reply) => {
-    const criticality = criticalityOf(request);
+    const route = routeOf(request);
+    const own = route === undefined ? undefined : limits.routes.get(route.route);
+    const limit = own ?? limits.upstream;
+    if (limit === undefined) return undefined;
+    // Metrics of a route's own limit carry its name; the upstream's keep their unlabelled series.
+    const labels: Record<string, string> = own === undefined ? {} : { route: route?.route as string };
+    const criticality =
+      headerCriticality(request.raw, config.priorityHeader) ?? route?.priority ?? 'standard';
     const admission = limit.acquire(criticality);
     if (admission === undefined) {
-      metrics.adaptiveShed.inc({ priority: criticality });
+      metrics.adaptiveShed.inc({ priority: criticality, ...labels });
       shed(request.raw, reply);
       return reply;
     }
@@ -67,9 +105,9 @@ export function addShedding(
     admitted.set(request, entry);
     reply.raw.once('close', () => {
       end(entry, reply);
-      record(limit, metrics);
+      record(limit, metrics, labels);
     });
-    record(limit, metrics);
+    record(limit, metrics, labels);
     return undefined;
   });
   app.addHook('onSend', async (request) => {
@@ -108,10 +146,12 @@ function headerCriticality(req: IncomingMessage, header: string | undefined): Cr
   return (CRITICALITIES as readonly string[]).includes(named) ? (named as Criticality) : undefined;
 }
 
-function record(limit: AdaptiveLimit, metrics: GatewayMetrics): void {
+function record(limit: AdaptiveLimit, metrics: GatewayMetrics, labels: Record<string, string>): void {
   const stats = limit.stats();
-  metrics.adaptiveLimit.set(stats.limit);
-  metrics.adaptiveInFlight.set(stats.inFlight);
-  if (stats.latencyMs !== undefined) metrics.adaptiveLatency.set(stats.latencyMs / 1000, { kind: 'window' });
-  if (stats.noLoadMs !== undefined) metrics.adaptiveLatency.set(stats.noLoadMs / 1000, { kind: 'no_load' });
+  metrics.adaptiveLimit.set(stats.limit, labels);
+  metrics.adaptiveInFlight.set(stats.inFlight, labels);
+  if (stats.latencyMs !== undefined)
+    metrics.adaptiveLatency.set(stats.latencyMs / 1000, { kind: 'window', ...labels });
+  if (stats.noLoadMs !== undefined)
+    metrics.adaptiveLatency.set(stats.noLoadMs / 1000, { kind: 'no_load', ...labels });
 }

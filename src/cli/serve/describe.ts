@@ -121,12 +121,17 @@ export function describeConfig(config: GatewayConfig): string {
   }
   for (const route of config.routes) {
     const methods = route.methods.length === 7 ? '*' : route.methods.join(',');
+    const ownLimit =
+      route.adaptive === undefined ? [] : [`its own adaptive limit (${settingsText(route.adaptive)})`];
     if (route.skip) {
-      lines.push(`route ${route.name}: ${methods} ${route.path} (not limited)`);
+      lines.push(
+        `route ${route.name}: ${methods} ${route.path} (not limited${ownLimit.map((text) => `; ${text}`).join('')})`,
+      );
       continue;
     }
     const counting = [
       ...(route.priority !== undefined ? [`${route.priority}`] : []),
+      ...ownLimit,
       ...(route.cost !== 1 ? [`cost ${route.cost}`] : []),
       ...(route.count !== 'all' ? [`count ${route.count}`] : []),
       ...(route.settle !== undefined ? [`settle from header ${route.settle.header}`] : []),
@@ -149,11 +154,16 @@ export function describeConfig(config: GatewayConfig): string {
 
 /** The adaptive limit's settings as given (createAdaptiveLimit's defaults for the rest) and where criticality comes from. */
 function adaptiveText(config: GatewayConfig): string {
-  const given = Object.entries(config.adaptive ?? {}).map(([name, value]) => `${name} ${value}`);
-  const settings = given.length > 0 ? given.join(', ') : 'default settings';
+  const settings = settingsText(config.adaptive ?? {});
   const source =
     config.priorityHeader !== undefined
       ? `criticality from header ${config.priorityHeader}, else the route's, else standard`
       : 'criticality from the route, else standard';
   return `concurrency limit following the upstream's latency (${settings}); ${source}`;
+}
+
+/** An adaptive limit's settings as given; createAdaptiveLimit's defaults for the rest. */
+function settingsText(options: object): string {
+  const given = Object.entries(options).map(([name, value]) => `${name} ${value}`);
+  return given.length > 0 ? given.join(', ') : 'default settings';
 }

@@ -9,11 +9,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { type FloodgateOptions, type FloodgateRouteOptions, floodgate } from '../../http/fastify.js';
-import type { AdaptiveLimit, Criticality, Decision, TopEntry } from '../../index.js';
+import type { Criticality, Decision, TopEntry } from '../../index.js';
 import { RuntimeFailure } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import { DEFAULT_PLAN, type GatewayConfig, METHODS, type RouteSpec } from '../config/schema.js';
-import { addShedding } from './adaptive.js';
+import { type AdaptiveLimits, addShedding } from './adaptive.js';
 import { createDemoHandler } from './demo.js';
 import { createRlsService, type RlsService } from './envoy/service.js';
 import { createInFlight, type InFlight } from './in-flight.js';
@@ -27,8 +27,8 @@ import { createPlanOf, keyOption } from './tiers.js';
 export interface GatewayParts extends LimiterParts {
   /** HMAC secret for API keys in limiter keys (FLOODGATE_API_KEY_SECRET). */
   apiKeySecret?: string;
-  /** The adaptive limit in front of the upstream (`--adaptive`), shared across reloads. */
-  adaptive?: AdaptiveLimit;
+  /** The adaptive limits in front of the upstream (`--adaptive`) and of routes, shared across reloads. */
+  adaptive?: AdaptiveLimits;
 }
 
 export interface Gateway {
@@ -71,8 +71,7 @@ export async function buildGateway(parts: GatewayParts): Promise<Gateway> {
   const proxy = proxyFor(parts);
   const limiters = createLimiterCache(parts);
   addRequestLog(app, metrics, logger);
-  if (parts.adaptive !== undefined)
-    addShedding(app, parts.adaptive, config, metrics, (request) => tagOf(request)?.priority);
+  if (parts.adaptive !== undefined) addShedding(app, parts.adaptive, config, metrics, tagOf);
   addErrorHandler(app, logger);
   await registerRoutes(app, parts, limiters, {
     anyCaseSensitive,
@@ -346,6 +345,7 @@ function withCatchAll(config: GatewayConfig): RouteSpec[] {
       settle: undefined,
       skip: false,
       priority: undefined,
+      adaptive: undefined,
       rules: config.plans,
     },
   ];

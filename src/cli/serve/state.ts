@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import { type Parsed, stringOption } from '../args.js';
 import { ConfigError } from '../config/check.js';
 import type { GatewayConfig } from '../config/schema.js';
-import type { AdaptiveHolder } from './adaptive.js';
+import { type AdaptiveHolder, anyLimit } from './adaptive.js';
 import type { AdminListener } from './admin.js';
 import type { GrpcListener } from './envoy/grpc.js';
 import { buildGateway, type Gateway, type GatewayParts } from './gateway.js';
@@ -60,14 +60,14 @@ export async function buildNamed(parsed: Parsed, parts: GatewayParts): Promise<G
 
 export function partsOf(config: GatewayConfig, store: StoreHandle, shared: Shared): GatewayParts {
   const { logger, metrics, apiKeySecret, otel } = shared;
-  const adaptive = shared.adaptive.limitFor(config.adaptive);
+  const adaptive = shared.adaptive.limitsFor(config);
   return {
     config,
     store,
     logger,
     metrics,
     ...(apiKeySecret ? { apiKeySecret } : {}),
-    ...(adaptive !== undefined ? { adaptive } : {}),
+    ...(anyLimit(adaptive) ? { adaptive } : {}),
     ...(otel !== undefined ? { meter: otel.meter } : {}),
   };
 }
