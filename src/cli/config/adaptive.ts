@@ -5,7 +5,7 @@
  */
 import { type AdaptiveLimitOptions, type Criticality, createAdaptiveLimit } from '../../index.js';
 import { CRITICALITIES, TUNING_OPTIONS } from '../../internal.js';
-import { ConfigError, type Fields, fail, HEADER_NAME, objectAt, oneOf, stringAt } from './check.js';
+import { ConfigError, type Fields, fail, HEADER_NAME, join, objectAt, oneOf, stringAt } from './check.js';
 
 /** `adaptive: true | { min, max, ... }`: the limit's options, or undefined when it is off. */
 export function parseAdaptive(value: unknown, path: string): AdaptiveLimitOptions | undefined {
@@ -42,17 +42,21 @@ interface PrioritizedRoute {
 }
 
 /**
- * Checks that a criticality only matters where an adaptive limit is on: the priority header
- * needs one somewhere, a route's priority the upstream's or the route's own.
+ * Checks that a criticality only matters where an adaptive limit is on: a route's priority needs
+ * the upstream's or the route's own, the priority header and plans' priorities one somewhere.
  */
 export function checkPriorityUse(
   adaptive: AdaptiveLimitOptions | undefined,
   header: string | undefined,
   routes: readonly PrioritizedRoute[],
+  planPriorities: ReadonlyMap<string, Criticality>,
 ): void {
   const hint = 'a criticality only matters with the adaptive limit: set adaptive (or --adaptive) too';
   if (adaptive !== undefined) return;
   const unlimited = routes.find((route) => route.priority !== undefined && route.adaptive === undefined);
   if (unlimited !== undefined) fail(`${unlimited.where}.priority`, hint);
-  if (header !== undefined && routes.every((route) => route.adaptive === undefined)) fail(header, hint);
+  if (routes.some((route) => route.adaptive !== undefined)) return;
+  if (header !== undefined) fail(header, hint);
+  const [plan] = planPriorities.keys();
+  if (plan !== undefined) fail(join(join('plans', plan), 'priority'), hint);
 }

@@ -3,8 +3,9 @@
  * to a plan, kept only as a SHA-256 digest, or the plan's name itself).
  */
 import { createHash } from 'node:crypto';
-import type { RuleOptions } from '../../index.js';
+import type { Criticality, RuleOptions } from '../../index.js';
 import { resolveRules } from '../../internal.js';
+import { parsePriority } from './adaptive.js';
 import {
   booleanAt,
   core,
@@ -57,19 +58,31 @@ export function parsePlans(raw: Fields, labels: Labels): Map<string, RuleOptions
   return plans;
 }
 
-/** A plan written as `{ rules?, concurrency?, shadow? }` rather than a rule list. */
+/** A plan written as `{ rules?, concurrency?, shadow?, priority? }` rather than a rule list. */
 function isPlanObject(value: unknown): value is Fields {
   return (
     typeof value === 'object' &&
     value !== null &&
     !Array.isArray(value) &&
-    ('concurrency' in value || 'rules' in value || 'shadow' in value)
+    ('concurrency' in value || 'rules' in value || 'shadow' in value || 'priority' in value)
   );
+}
+
+/** Each plan's `priority`: the criticality of its requests under an adaptive limit. */
+export function parsePlanPriorities(raw: Fields): Map<string, Criticality> {
+  const priorities = new Map<string, Criticality>();
+  if (typeof raw.plans !== 'object' || raw.plans === null) return priorities;
+  for (const [name, plan] of Object.entries(raw.plans)) {
+    if (!isPlanObject(plan)) continue;
+    const priority = parsePriority(plan.priority, join(join('plans', name), 'priority'));
+    if (priority !== undefined) priorities.set(name, priority);
+  }
+  return priorities;
 }
 
 function parsePlan(value: unknown, path: string): RuleOptions[] {
   if (!isPlanObject(value)) return parseRuleList(value, path);
-  const fields = objectAt(value, path, ['rules', 'concurrency', 'shadow']);
+  const fields = objectAt(value, path, ['rules', 'concurrency', 'shadow', 'priority']);
   const rules = fields.rules === undefined ? [] : parseRuleList(fields.rules, join(path, 'rules'));
   if (fields.concurrency !== undefined)
     rules.push(concurrencyRule(fields.concurrency, join(path, 'concurrency')));

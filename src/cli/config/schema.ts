@@ -3,7 +3,7 @@
  * already folded in) to the resolved form `serve`, `inspect` and `reset` trust. Every error
  * names the field (`routes[2].limit: ...`), or the flag that set it.
  */
-import type { AdaptiveLimitOptions, RuleOptions } from '../../index.js';
+import type { AdaptiveLimitOptions, Criticality, RuleOptions } from '../../index.js';
 import { parseTrustProxy as checkTrustProxy, HEADER_STYLES, type HeaderStyle } from '../../internal.js';
 import { parseNode, type RedisTarget, redactUrl } from '../redis.js';
 import { checkPriorityUse, parseAdaptive, parsePriorityHeader } from './adaptive.js';
@@ -21,7 +21,7 @@ import {
   oneOf,
   stringAt,
 } from './check.js';
-import { parsePlans, parseTiers, type Tiers } from './plans.js';
+import { parsePlanPriorities, parsePlans, parseTiers, type Tiers } from './plans.js';
 import type { RlsDomains } from './rls.js';
 import { parseRoutes, type RouteSpec } from './routes.js';
 import { checkShadow } from './rules.js';
@@ -65,6 +65,8 @@ export interface GatewayConfig {
   readonly tiers: Tiers | undefined;
   /** Plan name → rules; a single `default` plan without tiers. */
   readonly plans: ReadonlyMap<string, readonly RuleOptions[]>;
+  /** Plans' criticality under an adaptive limit (`priority` on a plan), after a route's. */
+  readonly planPriorities: ReadonlyMap<string, Criticality>;
   /** The user's routes and skip entries; every other path falls to the catch-all, under the plan's rules. */
   readonly routes: readonly RouteSpec[];
   readonly shutdownTimeoutMs: number;
@@ -171,7 +173,13 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
   }
   const adaptive = parseAdaptive(raw.adaptive, at('adaptive'));
   const priorityHeader = parsePriorityHeader(raw.priorityHeader, at('priorityHeader'));
-  checkPriorityUse(adaptive, priorityHeader === undefined ? undefined : at('priorityHeader'), routes);
+  const planPriorities = parsePlanPriorities(raw);
+  checkPriorityUse(
+    adaptive,
+    priorityHeader === undefined ? undefined : at('priorityHeader'),
+    routes,
+    planPriorities,
+  );
   const admin = raw.admin === undefined ? {} : objectAt(raw.admin, at('admin'), ['host', 'port']);
   const adminPort =
     admin.port === undefined
@@ -227,6 +235,7 @@ export function parseGatewayConfig(input: unknown, labels: Labels = {}): Gateway
           },
     tiers,
     plans,
+    planPriorities,
     routes,
     shutdownTimeoutMs:
       raw.shutdownTimeout === undefined

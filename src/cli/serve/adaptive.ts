@@ -19,6 +19,7 @@ import { bodyPending, CRITICALITIES, endAdmission } from '../../internal.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { GatewayMetrics } from './metrics.js';
 import { sendProblem } from './reply.js';
+import { createPlanOf } from './tiers.js';
 
 /** The limits of one generation: the upstream's, and routes' own by route name. */
 export interface AdaptiveLimits {
@@ -86,6 +87,7 @@ export function addShedding(
   metrics: GatewayMetrics,
   routeOf: (request: FastifyRequest) => RouteOfRequest | undefined,
 ): void {
+  const planCriticality = planCriticalityOf(config);
   app.addHook('onRequest', async (request, reply) => {
     const route = routeOf(request);
     const own = route === undefined ? undefined : limits.routes.get(route.route);
@@ -94,7 +96,10 @@ export function addShedding(
     // Metrics of a route's own limit carry its name; the upstream's keep their unlabelled series.
     const labels: Record<string, string> = own === undefined ? {} : { route: route?.route as string };
     const criticality =
-      headerCriticality(request.raw, config.priorityHeader) ?? route?.priority ?? 'standard';
+      headerCriticality(request.raw, config.priorityHeader) ??
+      route?.priority ??
+      planCriticality(request.raw) ??
+      'standard';
     const admission = limit.acquire(criticality);
     if (admission === undefined) {
       metrics.adaptiveShed.inc({ priority: criticality, ...labels });
@@ -135,6 +140,15 @@ function end(entry: Admitted, reply: FastifyReply): void {
     reply.statusCode,
     entry.headAt === undefined ? undefined : entry.headAt - entry.startedAt,
   );
+}
+
+/** A request's criticality from its plan's `priority` (the plan its tier header picks). */
+export function planCriticalityOf(
+  config: Pick<GatewayConfig, 'tiers' | 'plans' | 'planPriorities'>,
+): (req: IncomingMessage) => Criticality | undefined {
+  const planOf = createPlanOf(config);
+  if (planOf === undefined || config.planPriorities.size === 0) return () => undefined;
+  return (req) => config.planPriorities.get(planOf(req));
 }
 
 /** A request's criticality from the configured header; undefined when absent or not one of the values. */

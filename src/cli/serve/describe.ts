@@ -117,7 +117,10 @@ export function describeConfig(config: GatewayConfig): string {
     );
   }
   for (const [plan, rules] of config.plans) {
-    lines.push(`plan ${plan}: ${rules.map((rule) => ruleText(rule as never)).join('; ')}`);
+    const priority = config.planPriorities.get(plan);
+    lines.push(
+      `plan ${plan}${priority === undefined ? '' : ` (${priority})`}: ${rules.map((rule) => ruleText(rule as never)).join('; ')}`,
+    );
   }
   for (const route of config.routes) {
     const methods = route.methods.length === 7 ? '*' : route.methods.join(',');
@@ -157,8 +160,8 @@ function adaptiveText(config: GatewayConfig): string {
   const settings = settingsText(config.adaptive ?? {});
   const source =
     config.priorityHeader !== undefined
-      ? `criticality from header ${config.priorityHeader}, else the route's, else standard`
-      : 'criticality from the route, else standard';
+      ? `criticality from header ${config.priorityHeader}, else the route's, else the plan's, else standard`
+      : "criticality from the route, else the plan's, else standard";
   return `concurrency limit following the upstream's latency (${settings}); ${source}`;
 }
 

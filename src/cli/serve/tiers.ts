@@ -9,7 +9,9 @@ import { apiKeyOrAddress } from '../../index.js';
 import { type GatewayConfig, sha256Hex } from '../config/schema.js';
 
 /** The plan of a request, from the tier header; undefined when the config has no tiers. */
-export function createPlanOf(config: GatewayConfig): ((req: IncomingMessage) => string) | undefined {
+export function createPlanOf(
+  config: Pick<GatewayConfig, 'tiers' | 'plans'>,
+): ((req: IncomingMessage) => string) | undefined {
   const tiers = config.tiers;
   if (tiers === undefined) return undefined;
   return function planOf(req) {
