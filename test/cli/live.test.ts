@@ -2,7 +2,7 @@
  * The admin listener's heavy hitters and live page, on a real gateway process (memory store):
  * `GET /top` answers the clients denied or checked most as the gateway keys them, validates its
  * query, and the page at `GET /`, loaded in headless Chromium while the gateway is under load,
- * shows non-zero rates and the top denied key. `FLOODGATE_SCREENSHOT=1` saves its screenshot
+ * shows non-zero rates, the top denied key and the adaptive limit. `FLOODGATE_SCREENSHOT=1` saves its screenshot
  * as docs/live-page.png.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -29,6 +29,7 @@ beforeAll(async () => {
     '5/1m',
     '--trust-proxy',
     'loopback',
+    '--adaptive',
   ]);
   const listening = await cli.waitForLog((line) => line.event === 'listening', 45_000);
   url = listening.url as string;
@@ -156,6 +157,10 @@ describe('the live page', () => {
       expect(await page.textContent('#state')).toBe('healthy');
       expect(await page.textContent('#routes')).toContain('default');
       expect(await page.textContent('#p99')).toMatch(/µs|ms/);
+      // The adaptive limit in front of the upstream: its limit, what it holds, and its latency.
+      expect(await page.textContent('#adaptive tr:first-child td:first-child')).toBe('upstream');
+      expect(Number(await page.textContent('#adaptive tr:first-child td:nth-child(2)'))).toBeGreaterThan(0);
+      expect(await page.textContent('#adaptive tr:first-child td:nth-child(5)')).toMatch(/µs|ms/);
       expect(errors).toEqual([]);
       // The docs' screenshot is taken again on request only: a test run leaves the tree as it was.
       const shot =

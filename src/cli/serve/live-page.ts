@@ -139,6 +139,20 @@ function update(now) {
     'nobody denied lately',
   );
   fill('slot-rules', now.slots.map((s) => [s.rule, String(s.held)]), [false, true], 'no concurrency rules');
+  const before = new Map((prev ? prev.adaptive : []).map((a) => [a.route, a]));
+  const shedRate = (a, priority) => fmt(rate(a.shed[priority] || 0, (before.get(a.route) || { shed: {} }).shed[priority] || 0));
+  fill(
+    'adaptive',
+    now.adaptive.map((a) => [
+      a.route === '' ? 'upstream' : 'route ' + a.route,
+      String(a.limit),
+      String(a.inFlight),
+      ['critical', 'standard', 'sheddable'].map((p) => shedRate(a, p)).join(' · '),
+      ms(a.latency.window) + ' · ' + ms(a.latency.no_load),
+    ]),
+    [false, true, true, true, true],
+    'no adaptive limit (--adaptive)',
+  );
   draw();
   $('updated').textContent = new Date(now.at).toLocaleTimeString();
   document.body.dataset.ready = String(readings.length);
@@ -209,6 +223,7 @@ canvas { width: 100%; height: 140px; display: block; }
 <div class="card wide"><h2>By route and rule (per second)</h2><table><thead><tr><th>route</th><th>rule</th><th class="n">allowed</th><th class="n">denied</th><th class="n">shadow</th></tr></thead><tbody id="routes"></tbody></table></div>
 <div class="card wide"><h2>Top denied keys (last 5–10 min)</h2><table><thead><tr><th>key</th><th class="n">denials</th><th class="n">bound</th></tr></thead><tbody id="top"></tbody></table></div>
 <div class="card wide"><h2>Concurrency slots by rule</h2><table><thead><tr><th>rule</th><th class="n">held</th></tr></thead><tbody id="slot-rules"></tbody></table></div>
+<div class="card wide"><h2>Adaptive limits</h2><table><thead><tr><th>for</th><th class="n">limit</th><th class="n">in flight</th><th class="n" title="critical · standard · sheddable">shed/s c·s·sh</th><th class="n" title="the last window's · with no load">latency · idle</th></tr></thead><tbody id="adaptive"></tbody></table></div>
 </main>
 <div id="offline" hidden>admin listener unreachable</div>
 <script>${SCRIPT}</script>

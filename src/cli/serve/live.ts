@@ -48,6 +48,29 @@ function summed(series: readonly HistogramSeries[], operation: string) {
   return { counts: counts ?? [], count };
 }
 
+/** Each adaptive limit (`''`: the upstream's, else a route's own) as its gauges and counters stand. */
+function adaptiveLimits(metrics: GatewayMetrics) {
+  const limits = new Map<
+    string,
+    { limit: number; inFlight: number; shed: Record<string, number>; latency: Record<string, number> }
+  >();
+  const of = (route = '') => {
+    let entry = limits.get(route);
+    if (entry === undefined) {
+      entry = { limit: 0, inFlight: 0, shed: {}, latency: {} };
+      limits.set(route, entry);
+    }
+    return entry;
+  };
+  for (const { labels, value } of metrics.adaptiveLimit.series()) of(labels.route).limit = value;
+  for (const { labels, value } of metrics.adaptiveInFlight.series()) of(labels.route).inFlight = value;
+  for (const { labels, value } of metrics.adaptiveShed.series())
+    of(labels.route).shed[labels.priority ?? ''] = value;
+  for (const { labels, value } of metrics.adaptiveLatency.series())
+    of(labels.route).latency[labels.kind ?? ''] = value;
+  return [...limits].map(([route, entry]) => ({ route, ...entry }));
+}
+
 export async function liveStats(sources: LiveSources) {
   const { metrics } = sources;
   const latency = metrics.storeLatency.series();
@@ -64,6 +87,7 @@ export async function liveStats(sources: LiveSources) {
     leaseTakes: summed(latency, 'lease').count,
     slots: metrics.slots.series().map(({ labels, value }) => ({ rule: labels.rule, held: value })),
     inFlight: metrics.inFlight.series().reduce((sum, { value }) => sum + value, 0),
+    adaptive: adaptiveLimits(metrics),
     top: await sources.top('denied', PAGE_TOP),
   };
 }
