@@ -1,8 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-// Files whose assertions bound throughput, latency or cross-process timing: on two shared cores a
-// neighbouring file's CPU load starves their worker processes, so they run last, one at a time.
-const timingFiles = [
+// Files that run last, one at a time. Those whose assertions bound throughput, latency or
+// cross-process timing: on two shared cores a neighbouring file's CPU load starves their worker
+// processes. And package.test.ts, whose `npm pack` rebuilds dist/, which the bench-based docs test
+// imports while it runs.
+const serialFiles = [
+  'test/package.test.ts',
   'test/scheduler/multiprocess.test.ts',
   'test/scheduler/upstream-fleet.test.ts',
   'test/cli/serve-http.test.ts',
@@ -30,15 +33,15 @@ export default defineConfig({
         test: {
           name: 'parallel',
           include: ['test/**/*.test.ts'],
-          exclude: timingFiles,
+          exclude: serialFiles,
           sequence: { groupOrder: 0 },
         },
       },
       {
         extends: true,
         test: {
-          name: 'timing',
-          include: timingFiles,
+          name: 'serial',
+          include: serialFiles,
           fileParallelism: false,
           sequence: { groupOrder: 1 },
         },
