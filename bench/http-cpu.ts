@@ -1,5 +1,6 @@
 /**
- * Server CPU per HTTP request, Express variants, several Floodgate builds side by side:
+ * Server CPU per HTTP request, Express variants (with and without an adaptive limit that sheds
+ * nothing), several Floodgate builds side by side:
  *   npm run build && cp -r dist/esm /tmp/before   # the build to compare against
  *   (change the code) npm run build
  *   node --import tsx bench/http-cpu.ts [--rounds=N] [--seconds=S] /tmp/before dist/esm
@@ -94,6 +95,9 @@ async function main(): Promise<void> {
         add('express+express-rate-limit', pid, ports['express+express-rate-limit']);
       }
       add(`express+floodgate ${dir}`, pid, ports['express+floodgate']);
+      // The adaptive limit's cost for a request it lets through (a limit nothing reaches).
+      if (ports['express+floodgate+adaptive']?.port !== undefined)
+        add(`express+floodgate+adaptive ${dir}`, pid, ports['express+floodgate+adaptive']);
     }
     for (const target of targets) await autocannon({ url: target.url, connections, duration: 1 });
     for (let round = 0; round < rounds; round++) {

@@ -15,7 +15,7 @@ import { Redis } from 'ioredis';
 import type { Limiter } from '../../src/index.js';
 import { DIST_HTTP_ADAPTERS, floodgate } from './floodgate.js';
 
-const { createLimiter, redisStore } = floodgate;
+const { createAdaptiveLimit, createLimiter, redisStore } = floodgate;
 
 export const HTTP_VARIANTS = [
   'fastify',
@@ -25,7 +25,13 @@ export const HTTP_VARIANTS = [
   'express+express-rate-limit',
   'express+floodgate',
 ] as const;
-export type HttpVariant = (typeof HTTP_VARIANTS)[number];
+/**
+ * Floodgate's adapters with an adaptive limit that sheds nothing (its limit fixed far above the
+ * load): what the limit costs a request it lets through. Served beside the others; the report's
+ * HTTP table does not list them (bench/http-cpu.ts measures them).
+ */
+export const ADAPTIVE_VARIANTS = ['fastify+floodgate+adaptive', 'express+floodgate+adaptive'] as const;
+export type HttpVariant = (typeof HTTP_VARIANTS)[number] | (typeof ADAPTIVE_VARIANTS)[number];
 
 const LIMIT = 1_000_000_000;
 const WINDOW_MS = 60_000;
@@ -55,16 +61,22 @@ function floodgateLimiter(redis: Redis): Limiter {
   });
 }
 
+/** The adapters' `adaptive` option for the +adaptive variants: a limit fixed far above the load. */
+function adaptiveOption(variant: HttpVariant): { adaptive?: unknown } {
+  if (!variant.endsWith('+adaptive')) return {};
+  return { adaptive: createAdaptiveLimit({ min: 100_000, initial: 100_000, max: 100_000 }) };
+}
+
 async function fastifyApp(variant: HttpVariant, redis: Redis): Promise<{ listen(): Promise<number> }> {
   const { default: Fastify } = await import('fastify');
   const app = Fastify({ logger: false });
   if (variant === 'fastify+@fastify/rate-limit') {
     const { default: rateLimit } = await import('@fastify/rate-limit');
     await app.register(rateLimit, { max: LIMIT, timeWindow: WINDOW_MS, redis });
-  } else if (variant === 'fastify+floodgate') {
+  } else if (variant === 'fastify+floodgate' || variant === 'fastify+floodgate+adaptive') {
     const { floodgate } = await adapter('fastify');
     // biome-ignore lint/suspicious/noExplicitAny: the adapter's type is not known until it exists.
-    await app.register(floodgate as any, { limiter: floodgateLimiter(redis) });
+    await app.register(floodgate as any, { limiter: floodgateLimiter(redis), ...adaptiveOption(variant) });
   }
   app.get('/', async () => ({ hello: 'world' }));
   return {
@@ -92,10 +104,10 @@ async function expressApp(variant: HttpVariant, redis: Redis): Promise<{ listen(
         }),
       }),
     );
-  } else if (variant === 'express+floodgate') {
+  } else if (variant === 'express+floodgate' || variant === 'express+floodgate+adaptive') {
     const { rateLimit } = await adapter('express');
     // biome-ignore lint/suspicious/noExplicitAny: the adapter's type is not known until it exists.
-    app.use((rateLimit as any)({ limiter: floodgateLimiter(redis) }));
+    app.use((rateLimit as any)({ limiter: floodgateLimiter(redis), ...adaptiveOption(variant) }));
   }
   app.get('/', (_req, res) => {
     res.json({ hello: 'world' });
@@ -131,7 +143,8 @@ async function start(variant: HttpVariant, redisPort: number): Promise<Started> 
 async function main(): Promise<void> {
   const redisPort = Number(process.argv[2]);
   const started: Record<string, Started> = {};
-  for (const variant of HTTP_VARIANTS) started[variant] = await start(variant, redisPort);
+  for (const variant of [...HTTP_VARIANTS, ...ADAPTIVE_VARIANTS])
+    started[variant] = await start(variant, redisPort);
   process.stdout.write(`${JSON.stringify(started)}\n`);
 }
 

@@ -53,6 +53,12 @@ function limitedAfterFirstAnswer(upstream: MockUpstream): number {
   return upstream.answers.filter((answer) => answer.status !== 200 && answer.atMs > first).length;
 }
 
+/** Calls that reached the upstream after its first answer. */
+function callsAfterFirstAnswer(upstream: MockUpstream): number {
+  const first = upstream.answers.find((answer) => answer.status === 200)?.atMs ?? 0;
+  return upstream.answers.filter((answer) => answer.atMs > first).length;
+}
+
 /** A process stalled a quarter window (a loaded machine) could not call: the budget used says nothing then. */
 const STALL_MS = 250;
 
@@ -78,13 +84,16 @@ describe('50 workers in 4 processes against an upstream with OpenAI headers', ()
     }
   }, 20_000);
 
-  it('draw no 429 when calls reach the upstream out of grant order (up to 200 ms between grant and call)', async () => {
+  it('draw few 429s when calls reach the upstream out of grant order (up to 200 ms between grant and call)', async () => {
     // Answers then come back out of grant order too: a later grant's answer may count fewer calls.
+    // Calls granted in a window's last 200 ms may land in the next one, before any answer of it
+    // has revealed its budget: a few 429s then (in a dozen runs on a quiet machine: 0 to 7 of about
+    // 240 calls; docs/scheduler.md, Bounds). The bound: under 5% of the calls after the first answer.
     const { upstream, stallMs } = await fleet(200);
     // A process stalled past a quarter window holds a granted call longer than the scenario's
     // 200 ms, into the upstream's next window: the scenario no longer holds, so neither does its bound.
     if (stallMs < STALL_MS) {
-      expect(limitedAfterFirstAnswer(upstream)).toBe(0);
+      expect(limitedAfterFirstAnswer(upstream)).toBeLessThan(0.05 * callsAfterFirstAnswer(upstream));
       for (const served of servedPerWindow(upstream)) expect(served).toBeGreaterThanOrEqual(0.8 * REQUESTS);
     }
   }, 20_000);
