@@ -34,11 +34,14 @@ async function untilQueued(prefix: string, key: string, entries: number): Promis
   while ((await queued(prefix, key)) < entries) await sleep(5);
 }
 
-/** Start order, by the time each job started (one at a time under a concurrency of 1). */
+/**
+ * Start order (one at a time under a concurrency of 1), by the count each job took first thing:
+ * jobs of one slot start a fraction of a millisecond apart, so their epoch ms can tie.
+ */
 const order = (starts: JobStart[][]) =>
   starts
     .flat()
-    .sort((a, b) => a.startedAt - b.startedAt)
+    .sort((a, b) => a.turn - b.turn)
     .map((start) => start.label);
 
 const ONE_AT_A_TIME: RuleOptions = { algorithm: 'concurrency', limit: 1, lease: '1m' };

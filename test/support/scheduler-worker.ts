@@ -2,8 +2,9 @@
  * A scheduler in a process of its own, for test/scheduler/multiprocess.test.ts. Each line of
  * stdin is a JSON command on the Redis at argv[2]; each gets one JSON line back:
  *  - `run`: schedules `jobs` on `key` under `rules` (in order, one enqueue after another) and
- *    answers what each job saw when it started: its label, the epoch ms it started at, and the
- *    end of its grant's window (epoch ms).
+ *    answers what each job saw when it started: its label, the epoch ms it started at, its place
+ *    in the order of starts over every process (a Redis counter it bumps first), and the end of
+ *    its grant's window (epoch ms).
  *  - `pause`: pauses `key` for `ms` and answers the pause's end (epoch ms).
  */
 import { createInterface } from 'node:readline';
@@ -26,6 +27,8 @@ type Command =
 export interface JobStart {
   label: string;
   startedAt: number;
+  /** 1 for the first job of the prefix to start, over every process (milliseconds can tie). */
+  turn: number;
   windowEnd: number;
 }
 
@@ -51,8 +54,9 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
     scheduler.schedule(
       async (grant): Promise<JobStart> => {
         const startedAt = Date.now();
+        const turn = await client.incr(`${command.prefix}:starts`);
         if (holdMs > 0) await sleep(holdMs);
-        return { label, startedAt, windowEnd: startedAt + grant.decision.resetMs };
+        return { label, startedAt, turn, windowEnd: startedAt + grant.decision.resetMs };
       },
       { key: command.key, ...(priority === undefined ? {} : { priority }), ...(tenant ? { tenant } : {}) },
     ),
