@@ -6,7 +6,7 @@
  * without pressure nothing is refused for a measurement, and a slowed upstream brings the
  * pressure itself (the limit shrinks below the demand). They are jittered so a fleet of gateways
  * does not probe at once, and one comes early when the limit has sat on its floor for several
- * windows (a no-load latency measured under load keeps it there).
+ * windows while shedding (a no-load latency measured under load keeps it there).
  */
 
 export interface ProbeSettings {
@@ -53,7 +53,8 @@ export function noLoadLatency(settings: ProbeSettings, start: number): NoLoadLat
       if (ms === undefined || latencyMs < ms) ms = latencyMs;
     },
     due(now, pressed, windowsAtFloor) {
-      return (pressed && now >= nextProbeAt) || windowsAtFloor >= FLOOR_WINDOWS;
+      // Never without pressure: at its floor with nothing refused, a probe would only shed.
+      return pressed && (now >= nextProbeAt || windowsAtFloor >= FLOOR_WINDOWS);
     },
     over(now, startedAt, gathered) {
       return gathered >= settings.probeSamples || now - startedAt >= settings.windowMs * PROBE_WINDOWS;

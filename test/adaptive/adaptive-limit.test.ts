@@ -150,6 +150,22 @@ describe('the no-load latency and its probe', () => {
     expect(driven.limit.stats()).toMatchObject({ probing: true, limit: 6 });
   });
 
+  it('at its floor with nothing shed, never probes (a probe then would only shed)', () => {
+    // Pinned (min = max): every window is "at the floor"; the load stays below it.
+    const driven = handDriven({
+      min: 50,
+      initial: 50,
+      max: 50,
+      probeConcurrency: 4,
+      probeInterval: 500,
+      window: 100,
+    });
+    let shed = 0;
+    for (let i = 0; i < 300; i++) shed += driven.run(20, 10, 'sheddable');
+    expect(shed).toBe(0);
+    expect(driven.limit.stats()).toMatchObject({ probing: false, limit: 50 });
+  });
+
   it('a request admitted before a probe does not count in it', () => {
     const driven = handDriven({
       initial: 40,
