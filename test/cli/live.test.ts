@@ -72,7 +72,8 @@ describe('GET /top', () => {
       ['limit=1001', 'limit: "1001" must be an integer from 1 to 1000'],
       ['limit=1e3', 'limit: "1e3" must be an integer from 1 to 1000'],
       ['limit=', 'limit: "" must be an integer from 1 to 1000'],
-      ['key=ip:1', 'unknown parameter "key"; /top takes by and limit'],
+      ['key=ip:1', 'unknown parameter "key"; /top takes by, limit and fleet'],
+      ['fleet=yes', 'fleet: "yes" must be true or false'],
     ]) {
       const response = await fetch(`${admin}/top?${query}`);
       expect([response.status, await response.json()]).toEqual([400, { error }]);

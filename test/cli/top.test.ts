@@ -1,11 +1,14 @@
 /**
  * `floodgate top` as a real process reading the fleet's sketches that another real process, a
  * gateway on the same throwaway Redis, merged into it (its default interval, 5 s): the gateway's
- * denied client shows, with its count. Usage errors exit 2; keys with control characters are
- * shown escaped, never written raw to the terminal.
+ * denied client shows, with its count; the gateway's own `GET /top?fleet=true` shows a key
+ * another process denied. Usage errors exit 2; keys with control characters are shown escaped,
+ * never written raw to the terminal.
  */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderTop } from '../../src/cli/top.js';
+import { createLimiter, redisStore } from '../../src/index.js';
 import { type RedisServer, startRedisServer } from '../support/redis-server.js';
 import { type RunningCli, runCli, startCli } from './support/cli.js';
 import { freePort } from './support/ports.js';
@@ -13,6 +16,7 @@ import { freePort } from './support/ports.js';
 let redis: RedisServer;
 let gateway: RunningCli;
 let url: string;
+let admin: string;
 
 beforeAll(async () => {
   redis = await startRedisServer();
@@ -31,7 +35,9 @@ beforeAll(async () => {
     '--trust-proxy',
     'loopback',
   ]);
-  url = (await gateway.waitForLog((line) => line.event === 'listening', 45_000)).url as string;
+  const listening = await gateway.waitForLog((line) => line.event === 'listening', 45_000);
+  url = listening.url as string;
+  admin = listening.admin as string;
 }, 60_000);
 
 afterAll(async () => {
@@ -69,6 +75,31 @@ describe('floodgate top', () => {
     expect(checked.stdout).toMatch(/^1 {2}ip:198\.51\.100\.4 {2}\s*10 {2}exact$/m);
     expect(checked.stdout).not.toContain('198.51.100.5');
   }, 60_000);
+
+  it("GET /top?fleet=true on the gateway answers the fleet's keys: one denied by another process too", async () => {
+    const client = new Redis(redis.url);
+    // Another process on the same Redis and prefix, merging into the fleet's sketches every 50 ms.
+    const elsewhere = createLimiter({
+      store: redisStore({ client }),
+      prefix: 'fleetcli',
+      rules: { algorithm: 'fixed-window', limit: 1, window: '1m' },
+      fleetInterval: '50ms',
+    });
+    try {
+      for (let i = 0; i < 4; i++) await elsewhere.check('ip:203.0.113.99');
+      const keys = async (query: string) =>
+        ((await (await fetch(`${admin}/top?${query}`)).json()) as { key: string }[]).map(
+          (entry) => entry.key,
+        );
+      await expect
+        .poll(() => keys('fleet=true&limit=10'), { timeout: 5_000, interval: 100 })
+        .toContain('ip:203.0.113.99');
+      expect(await keys('limit=10')).not.toContain('ip:203.0.113.99');
+    } finally {
+      await elsewhere.close();
+      client.disconnect();
+    }
+  });
 
   it('exits 2 on usage errors, naming the flag', async () => {
     const noRedis = await runCli(['top', '--once']);

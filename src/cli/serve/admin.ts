@@ -27,7 +27,7 @@ export interface AdminOptions {
   /** The current Envoy rate limit service, for `POST /json`. */
   rls: () => RlsService | undefined;
   /** The current generation's keys denied or checked most. */
-  top: (by: TopBy, limit: number) => Promise<TopEntry[]>;
+  top: (by: TopBy, limit: number, fleet?: boolean) => Promise<TopEntry[]>;
 }
 
 export interface AdminListener {
@@ -74,7 +74,11 @@ export async function startAdmin(options: AdminOptions): Promise<AdminListener> 
         }
         const query = topQuery(new URLSearchParams(search));
         if (typeof query === 'string') return send(400, 'application/json', JSON.stringify({ error: query }));
-        return send(200, 'application/json', JSON.stringify(await options.top(query.by, query.limit)));
+        return send(
+          200,
+          'application/json',
+          JSON.stringify(await options.top(query.by, query.limit, query.fleet)),
+        );
       } catch (error) {
         // A reload can close a generation's limiters while they answer.
         logger.error('admin_error', { path, error });

@@ -199,7 +199,7 @@ async function adminFor(
     metrics: shared.metrics,
     store: () => running().store,
     rls: () => running().gateway.rls,
-    top: (by, limit) => running().gateway.top(by, limit),
+    top: (by, limit, fleet) => running().gateway.top(by, limit, fleet),
   });
 }
 

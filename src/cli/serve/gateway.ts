@@ -36,7 +36,7 @@ export interface Gateway {
   readonly rls: RlsService | undefined;
   handle(req: IncomingMessage, res: ServerResponse): void;
   /** The keys this generation checked or denied most (see LimiterCache.top). */
-  top(by: 'denied' | 'checked', limit: number): Promise<TopEntry[]>;
+  top(by: 'denied' | 'checked', limit: number, fleet?: boolean): Promise<TopEntry[]>;
   /**
    * Resolves true once no request and no RLS call of this generation is in flight; false after
    * `timeoutMs` if given.

@@ -82,11 +82,15 @@ export function createLimiterCache(parts: LimiterParts) {
       return cached(JSON.stringify({ rules }), () => ({ rules }));
     },
     /**
-     * The keys this generation's limiters checked or denied most, most first. A limiter's list of
+     * The keys this generation's limiters checked or denied most, most first (with `fleet`, every
+     * process's on the store, as of their last merges). A limiter's list of
      * TOP_KEYS entries bounds every key it leaves out by its last count (0 when it is shorter),
      * which keeps `count - error <= true <= count` for the sum over limiters.
      */
-    async top(by: 'denied' | 'checked', limit: number): Promise<TopEntry[]> {
+    async top(by: 'denied' | 'checked', limit: number, fleet = false): Promise<TopEntry[]> {
+      // Every limiter merges into the one sketch of the gateway's prefix: any of them reads the fleet's.
+      const [any] = cache.values();
+      if (fleet) return any === undefined ? [] : any.top({ by, limit, fleet: true });
       const lists = await Promise.all(
         [...cache.values()].map((limiter) => limiter.top({ by, limit: TOP_KEYS })),
       );

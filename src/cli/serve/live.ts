@@ -13,18 +13,26 @@ export interface LiveSources {
   metrics: GatewayMetrics;
   /** The current store's label (`memory`, or the Redis target without credentials). */
   store(): string;
-  top(by: TopBy, limit: number): Promise<TopEntry[]>;
+  top(by: TopBy, limit: number, fleet?: boolean): Promise<TopEntry[]>;
 }
 
 /** Keys on the live page. */
 const PAGE_TOP = 10;
 const QUERY = /^[0-9]{1,7}$/;
 
-/** `?by=&limit=` of `GET /top`: the options, or the message of a 400. */
-export function topQuery(search: URLSearchParams): { by: TopBy; limit: number } | string {
+/** What `GET /top` asks: by which measure, how many keys, and whether the whole fleet's. */
+export interface TopQuery {
+  readonly by: TopBy;
+  readonly limit: number;
+  /** The keys of every process on the store (as of their last merges), not only this gateway's. */
+  readonly fleet: boolean;
+}
+
+/** `?by=&limit=&fleet=` of `GET /top`: the options, or the message of a 400. */
+export function topQuery(search: URLSearchParams): TopQuery | string {
   for (const name of search.keys()) {
-    if (name !== 'by' && name !== 'limit')
-      return `unknown parameter ${JSON.stringify(name)}; /top takes by and limit`;
+    if (name !== 'by' && name !== 'limit' && name !== 'fleet')
+      return `unknown parameter ${JSON.stringify(name)}; /top takes by, limit and fleet`;
   }
   const by = search.get('by') ?? 'denied';
   if (by !== 'denied' && by !== 'checked') return `by: ${JSON.stringify(by)} must be denied or checked`;
@@ -33,7 +41,10 @@ export function topQuery(search: URLSearchParams): { by: TopBy; limit: number } 
   if (!(limit >= 1 && limit <= TOP_KEYS)) {
     return `limit: ${JSON.stringify(text.slice(0, 20))} must be an integer from 1 to ${TOP_KEYS}`;
   }
-  return { by, limit };
+  const fleet = search.get('fleet') ?? 'false';
+  if (fleet !== 'true' && fleet !== 'false')
+    return `fleet: ${JSON.stringify(fleet.slice(0, 20))} must be true or false`;
+  return { by, limit, fleet: fleet === 'true' };
 }
 
 /** Sums histogram series (every store, one operation) bucket by bucket. */
