@@ -91,20 +91,15 @@ export function createProgressWatch(timeoutMs: number): ProgressWatch {
 }
 
 /**
- * The upstream's reading pace, from its TCP's acknowledgements: the slower of the average since
- * the connection came up and the slowest stretch of at least PACE_STRETCH_MS that moved. A fast
- * reader's receive buffer fills at the line's speed first, so the average alone overstates a slow
- * reader's pace and expects it done while megabytes still wait in that buffer. `doneAt` is when,
- * reading at that pace since the start, it will have read every byte acknowledged (-Infinity
- * while the pace is unknown).
+ * The upstream's reading pace, from its TCP's acknowledgements: the first and the latest count of
+ * bytes acknowledged since the connection came up. `doneAt` is when, reading at that pace since
+ * then, it will have read all of them (-Infinity while the pace is unknown).
  */
 function createPace() {
   let startedAt = 0;
   let base = 0;
   let first: { at: number; acked: number } | undefined;
   let latest: { at: number; acked: number } | undefined;
-  let stretchFrom: { at: number; acked: number } | undefined;
-  let slowest = Number.POSITIVE_INFINITY;
   return {
     start(taken: number) {
       startedAt = performance.now();
@@ -115,26 +110,16 @@ function createPace() {
       const point = { at, acked: reading.taken - reading.unacked - base };
       if (first === undefined) first = point;
       else latest = point;
-      if (stretchFrom === undefined) stretchFrom = point;
-      else if (at - stretchFrom.at >= PACE_STRETCH_MS) {
-        if (point.acked > stretchFrom.acked) {
-          slowest = Math.min(slowest, (point.acked - stretchFrom.acked) / (at - stretchFrom.at));
-        }
-        stretchFrom = point;
-      }
     },
     doneAt(): number {
       if (first === undefined || latest === undefined || latest.acked <= first.acked) {
         return Number.NEGATIVE_INFINITY;
       }
-      const perMs = Math.min((latest.acked - first.acked) / (latest.at - first.at), slowest);
+      const perMs = (latest.acked - first.acked) / (latest.at - first.at);
       return startedAt + latest.acked / perMs;
     },
   };
 }
-
-/** Acknowledgements arrive in steps (about a second apart on loopback): a pace is read over at least this. */
-const PACE_STRETCH_MS = 1000;
 
 function moved(before: Reading, now: Reading): boolean {
   return before.taken !== now.taken || before.unacked !== now.unacked || before.received !== now.received;
