@@ -46,6 +46,8 @@ export interface HammerResult {
 }
 
 const realNow = Date.now.bind(Date);
+/** Admissions this close to a window's boundary are attributed to no window (see lane). */
+const EDGE_MS = 2;
 let skewMs = 0;
 Date.now = () => realNow() + skewMs;
 
@@ -82,8 +84,12 @@ async function hammer(job: HammerJob): Promise<HammerResult> {
           result.admitted++;
           if (job.perWindow === true) {
             // A check that spanned a boundary could belong to either window: it is not counted.
-            const window = windowOf(realNow());
-            if (window === windowOf(began)) perWindow[window] = (perWindow[window] ?? 0) + 1;
+            // Nor is one within EDGE_MS of a boundary: quota slices expire on the monotonic
+            // clock, which may disagree with Date.now by a millisecond (as compare --lease does).
+            const ended = realNow();
+            const window = windowOf(ended);
+            const nearEdge = began % job.window < EDGE_MS || job.window - (ended % job.window) <= EDGE_MS;
+            if (window === windowOf(began) && !nearEdge) perWindow[window] = (perWindow[window] ?? 0) + 1;
           }
         } else result.denied++;
         if (decision.degraded !== false) result.degraded++;
