@@ -21,9 +21,8 @@
  * "t|<key head>|<version>|<waitMs>|<queued>|<head>" ('w|…' when told again unchanged), a pause "p|<key head>|<until>|<ms>|<participant>|<source>".
  * Every write renews the keys' expiry to a minute past the pause and the budgets' reset.
  */
-import { createHash } from 'node:crypto';
 import { LIVENESS_MS, PRIORITY_SHIFT, SAME_RESET_MS } from '../queue-types.js';
-import type { Script } from './script.js';
+import { standaloneScript } from './script.js';
 
 const BODY = `-- floodgate: the scheduler's queue of one key
 local SHIFT, LIVENESS, IDLE_MS, DEAD_DROPS, SAME_RESET = ${PRIORITY_SHIFT}, ${LIVENESS_MS}, 60000, 1000, ${SAME_RESET_MS}
@@ -182,12 +181,4 @@ end
 `;
 
 /** The queue script as EVAL runs it and as a function library (named after its content). */
-function queueScript(): Script {
-  const text = `local CALL_KEYS, CALL_ARGV = KEYS, ARGV\n${BODY}\nreturn run(CALL_KEYS, CALL_ARGV)\n`;
-  const sha = createHash('sha1').update(text).digest('hex');
-  const functionName = `floodgate_queue_${sha.slice(0, 20)}`;
-  const library = `#!lua name=${functionName}\n${BODY}\nredis.register_function('${functionName}', run)\n`;
-  return { text, sha, library, functionName, readOnlyFunctionName: functionName };
-}
-
-export const QUEUE_SCRIPT = queueScript();
+export const QUEUE_SCRIPT = standaloneScript('queue', BODY);

@@ -18,8 +18,7 @@
  * Every mode answers { taken (0/1), level (-1: no reservoir), ms to the next refresh or increase
  * (-1: none), when the last refresh was due (-1: none) }, after the operation.
  */
-import { createHash } from 'node:crypto';
-import type { Script } from './script.js';
+import { standaloneScript } from './script.js';
 
 const BODY = `-- floodgate: a reservoir shared by every process on this Redis
 local FIELDS = { 'v', 'ri', 'ra', 'ii', 'ia', 'im', 'rt', 'it' }
@@ -125,12 +124,4 @@ end
 `;
 
 /** The reservoir script as EVAL runs it and as a function library (named after its content). */
-function reservoirScript(): Script {
-  const text = `local CALL_KEYS, CALL_ARGV = KEYS, ARGV\n${BODY}\nreturn run(CALL_KEYS, CALL_ARGV)\n`;
-  const sha = createHash('sha1').update(text).digest('hex');
-  const functionName = `floodgate_reservoir_${sha.slice(0, 20)}`;
-  const library = `#!lua name=${functionName}\n${BODY}\nredis.register_function('${functionName}', run)\n`;
-  return { text, sha, library, functionName, readOnlyFunctionName: functionName };
-}
-
-export const RESERVOIR_SCRIPT = reservoirScript();
+export const RESERVOIR_SCRIPT = standaloneScript('reservoir', BODY);

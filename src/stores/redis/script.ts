@@ -583,6 +583,18 @@ export interface Script {
   readonly readOnlyFunctionName: string;
 }
 
+/**
+ * A Lua script of its own beside the limiter's (the queues', the sketches', the reservoirs'):
+ * `body` defines `run(KEYS, ARGV)`; the library registers it once, under `floodgate_<kind>_<sha>`.
+ */
+export function standaloneScript(kind: string, body: string): Script {
+  const text = `local CALL_KEYS, CALL_ARGV = KEYS, ARGV\n${body}\nreturn run(CALL_KEYS, CALL_ARGV)\n`;
+  const sha = createHash('sha1').update(text).digest('hex');
+  const functionName = `floodgate_${kind}_${sha.slice(0, 20)}`;
+  const library = `#!lua name=${functionName}\n${body}\nredis.register_function('${functionName}', run)\n`;
+  return { text, sha, library, functionName, readOnlyFunctionName: functionName };
+}
+
 const scripts = new Map<string, Script>();
 
 /** The script (and its SHA) for the given algorithm codes; built once per combination. */

@@ -20,8 +20,7 @@
  *   'r' read (the 5 KEYS of one measure): the current then the previous sketch, each as
  *       { floor, key, count, error, ... }, most first.
  */
-import { createHash } from 'node:crypto';
-import type { Script } from './script.js';
+import { standaloneScript } from './script.js';
 
 const BODY = `-- floodgate: the fleet's heavy-hitter sketches of one prefix
 local now, period, args
@@ -127,12 +126,4 @@ end
 `;
 
 /** The sketch script as EVAL runs it and as a function library (named after its content). */
-function sketchScript(): Script {
-  const text = `local CALL_KEYS, CALL_ARGV = KEYS, ARGV\n${BODY}\nreturn run(CALL_KEYS, CALL_ARGV)\n`;
-  const sha = createHash('sha1').update(text).digest('hex');
-  const functionName = `floodgate_sketch_${sha.slice(0, 20)}`;
-  const library = `#!lua name=${functionName}\n${BODY}\nredis.register_function('${functionName}', run)\n`;
-  return { text, sha, library, functionName, readOnlyFunctionName: functionName };
-}
-
-export const SKETCH_SCRIPT = sketchScript();
+export const SKETCH_SCRIPT = standaloneScript('sketch', BODY);
