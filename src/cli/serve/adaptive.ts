@@ -88,13 +88,16 @@ export function addShedding(
   routeOf: (request: FastifyRequest) => RouteOfRequest | undefined,
 ): void {
   const planCriticality = planCriticalityOf(config);
+  // Metrics of a route's own limit carry its name; the upstream's keep their unlabelled series.
+  const upstreamLabels: Record<string, string> = {};
+  const routeLabels = new Map([...limits.routes.keys()].map((name) => [name, { route: name }]));
   app.addHook('onRequest', async (request, reply) => {
     const route = routeOf(request);
     const own = route === undefined ? undefined : limits.routes.get(route.route);
     const limit = own ?? limits.upstream;
     if (limit === undefined) return undefined;
-    // Metrics of a route's own limit carry its name; the upstream's keep their unlabelled series.
-    const labels: Record<string, string> = own === undefined ? {} : { route: route?.route as string };
+    const labels =
+      (own === undefined ? undefined : routeLabels.get(route?.route as string)) ?? upstreamLabels;
     const criticality =
       headerCriticality(request.raw, config.priorityHeader) ??
       route?.priority ??
